@@ -1,0 +1,2 @@
+"""Sources and sinks: ``connectors.memory`` (embedded default), ``connectors.kafka``
+(aiokafka) and ``connectors.spark`` (the PySpark side of failure replay)."""

@@ -1,0 +1,1 @@
+"""Kafka spout and bolt on aiokafka with storm-kafka-client semantics."""

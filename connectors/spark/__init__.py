@@ -1,0 +1,1 @@
+"""The PySpark side of failure replay."""
