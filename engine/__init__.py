@@ -1,0 +1,50 @@
+"""Apache Storm's reliability model on one asyncio event loop.
+
+Spouts and bolts form a topology; every tuple emitted with a ``msg_id`` starts a tree
+tracked by XOR ackers, and the spout hears exactly one of ``ack`` or ``fail`` for it.
+"""
+
+from engine.cluster import LocalCluster
+from engine.collector import BasicOutputCollector, OutputCollector, SpoutOutputCollector
+from engine.components import BasicBolt, Bolt, Spout
+from engine.config import (
+    TOPOLOGY_ACKER_EXECUTORS,
+    TOPOLOGY_DEBUG,
+    TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE,
+    TOPOLOGY_MAX_SPOUT_PENDING,
+    TOPOLOGY_MESSAGE_TIMEOUT_SECS,
+    TOPOLOGY_STATS_SAMPLE_RATE,
+    TOPOLOGY_TICK_TUPLE_FREQ_SECS,
+    Config,
+)
+from engine.context import TopologyContext
+from engine.errors import ConfigError, FailedException, TopologyError
+from engine.topology import OutputFieldsDeclarer, Topology, TopologyBuilder
+from engine.tuples import Fields, Tuple
+
+__all__ = [
+    "TOPOLOGY_ACKER_EXECUTORS",
+    "TOPOLOGY_DEBUG",
+    "TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE",
+    "TOPOLOGY_MAX_SPOUT_PENDING",
+    "TOPOLOGY_MESSAGE_TIMEOUT_SECS",
+    "TOPOLOGY_STATS_SAMPLE_RATE",
+    "TOPOLOGY_TICK_TUPLE_FREQ_SECS",
+    "BasicBolt",
+    "BasicOutputCollector",
+    "Bolt",
+    "Config",
+    "ConfigError",
+    "FailedException",
+    "Fields",
+    "LocalCluster",
+    "OutputCollector",
+    "OutputFieldsDeclarer",
+    "Spout",
+    "SpoutOutputCollector",
+    "Topology",
+    "TopologyBuilder",
+    "TopologyContext",
+    "TopologyError",
+    "Tuple",
+]

@@ -1,0 +1,133 @@
+"""The XOR ledger of an acker task (pure: no queue, no clock, no logging).
+
+Per pending spout tuple it keeps one dict entry ``root -> packed`` where ``packed`` holds
+``ack_val << 13 | failed << 12 | spout_task`` (spout task 0 = not yet known): two small
+ints and a dict slot, about 130 bytes per tree in CPython (Storm: about 20 in Java).
+``ack_val`` is the XOR of every edge id created and acked in the tree; zero means fully
+processed. Trees are never stored. Timeouts come from a ``TimerWheel``: a tree not complete
+``timeout`` after the acker first saw it fails.
+
+Prior art: Storm's ``Acker.java``. As there, any message may arrive before the INIT
+(it is created on first sight), and a tree is only decided once its spout task is known.
+Unlike there, expiry sends a FAIL (Storm's spout executor keeps a second timer for that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from engine.timer_wheel import TimerWheel
+
+__all__ = ["ACK", "FAIL", "INIT", "RESET", "AckLedger"]
+
+# Message kinds into the acker: (INIT, root, val, spout_task), (ACK, root, val),
+# (FAIL, root), (RESET, root). Outcomes out of it: (ACK | FAIL, spout_task, root).
+INIT, ACK, FAIL, RESET = 0, 1, 2, 3
+
+_VAL_SHIFT = 13
+_FAILED = 1 << 12
+_TASK_MASK = (1 << 12) - 1
+
+
+class AckLedger:
+    """Tracks pending trees by XOR; every tree is decided at most once."""
+
+    __slots__ = ("_pending", "_resets", "_wheel", "acked", "failed", "timed_out")
+
+    def __init__(self, timeout_secs: float, now: float, tick: float | None = None) -> None:
+        self._pending: dict[int, int] = {}
+        self._resets: dict[int, float] = {}
+        self._wheel: TimerWheel[int] = TimerWheel(timeout_secs, now, tick)
+        self.acked = 0
+        self.failed = 0
+        self.timed_out = 0
+
+    @property
+    def tick(self) -> float:
+        """How often ``expire`` should be called (the wheel's tick, seconds)."""
+        return self._wheel.tick
+
+    def __len__(self) -> int:
+        """Trees pending now."""
+        return len(self._pending)
+
+    def __contains__(self, root: int) -> bool:
+        return root in self._pending
+
+    def init(self, root: int, val: int, spout_task: int, now: float) -> tuple[int, int] | None:
+        """The spout emitted ``root`` with edges XOR-ing to ``val``; maybe the tree is decided."""
+        out = self.apply([(INIT, root, val, spout_task)], now)
+        return (out[0][0], out[0][1]) if out else None
+
+    def ack(self, root: int, val: int, now: float) -> tuple[int, int] | None:
+        """A tuple of the tree was acked; ``val`` is its edge id XOR its children's."""
+        out = self.apply([(ACK, root, val)], now)
+        return (out[0][0], out[0][1]) if out else None
+
+    def fail(self, root: int, now: float) -> tuple[int, int] | None:
+        """A tuple of the tree failed: the tree fails as soon as its spout task is known."""
+        out = self.apply([(FAIL, root)], now)
+        return (out[0][0], out[0][1]) if out else None
+
+    def reset(self, root: int, now: float) -> None:
+        """Restart the tree's timeout at ``now``."""
+        self.apply([(RESET, root)], now)
+
+    def apply(self, ops: Iterable[tuple], now: float) -> list[tuple[int, int, int]]:
+        """Apply a batch of messages; return ``(ACK|FAIL, spout_task, root)`` per decided tree."""
+        pending, out = self._pending, []
+        for op in ops:
+            kind, root = op[0], op[1]
+            packed = pending.get(root)
+            if packed is None:
+                # First sight of this root, possibly before its INIT (the ack raced it).
+                self._wheel.add(root, now)
+                packed = 0
+            if kind == ACK:
+                packed ^= op[2] << _VAL_SHIFT
+            elif kind == INIT:
+                packed ^= (op[2] << _VAL_SHIFT) | op[3]
+            elif kind == FAIL:
+                packed |= _FAILED
+            else:
+                pending[root] = packed
+                self._resets[root] = now
+                continue
+            task = packed & _TASK_MASK
+            if task and (packed >> _VAL_SHIFT == 0 or packed & _FAILED):
+                del pending[root]
+                if self._resets:
+                    self._resets.pop(root, None)
+                if packed & _FAILED:
+                    self.failed += 1
+                    out.append((FAIL, task, root))
+                else:
+                    self.acked += 1
+                    out.append((ACK, task, root))
+            else:
+                pending[root] = packed
+        return out
+
+    def expire(self, now: float) -> list[tuple[int, int, int]]:
+        """Fail every tree whose timeout passed; ``(FAIL, spout_task, root)`` for each.
+
+        A tree whose spout task never became known (acks that outlived their tree) is
+        dropped silently.
+        """
+        pending, resets, out = self._pending, self._resets, []
+        for root in self._wheel.advance(now):
+            packed = pending.get(root)
+            if packed is None:
+                continue  # decided already: the lazy cancel
+            if resets:
+                reset_at = resets.pop(root, None)
+                if reset_at is not None:
+                    self._wheel.add(root, reset_at)
+                    continue
+            del pending[root]
+            task = packed & _TASK_MASK
+            if task:
+                self.timed_out += 1
+                self.failed += 1
+                out.append((FAIL, task, root))
+        return out

@@ -1,0 +1,106 @@
+"""``LocalCluster``: runs topologies inside the caller's event loop.
+
+Lifecycle: CREATED → RUNNING (inside ``async with``) → STOPPED. Every executor is a task
+of the cluster's ``asyncio.TaskGroup``; an engine fault in one cancels the others and
+surfaces from the ``async with`` as an ``ExceptionGroup``. User code failing is not an
+engine fault: it fails tuples and counts errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+from engine.errors import TopologyError
+from engine.runtime import RunningTopology
+from engine.topology import Topology
+
+__all__ = ["LocalCluster"]
+
+
+class _State(enum.Enum):
+    CREATED = "created"
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+class LocalCluster:
+    """Runs topologies in this event loop; leaving ``async with`` kills those still running."""
+
+    def __init__(self) -> None:
+        self._state = _State.CREATED
+        self._group: asyncio.TaskGroup | None = None
+        self._running: dict[str, RunningTopology] = {}
+
+    async def __aenter__(self) -> LocalCluster:
+        if self._state is not _State.CREATED:
+            raise RuntimeError(f"LocalCluster is {self._state.value}; create a new one")
+        self._group = asyncio.TaskGroup()
+        await self._group.__aenter__()
+        self._state = _State.RUNNING
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> bool | None:
+        try:
+            for name in list(self._running):
+                await self.kill_topology(name, wait_secs=0)
+        finally:
+            self._state = _State.STOPPED
+            assert self._group is not None
+            result = await self._group.__aexit__(exc_type, exc, tb)
+        return result
+
+    def _require_running(self) -> asyncio.TaskGroup:
+        if self._state is _State.CREATED:
+            raise RuntimeError("LocalCluster is not started; use `async with LocalCluster()`")
+        if self._state is _State.STOPPED or self._group is None:
+            raise RuntimeError("LocalCluster is stopped; create a new one")
+        return self._group
+
+    async def submit_topology(self, name: str, conf: Mapping[str, Any],
+                              topology: Topology) -> None:
+        """Start ``topology`` as ``name``; returns once every ``open``/``prepare`` ran.
+
+        Raises ``TopologyError`` for a name already running or a failing open/prepare,
+        ``ConfigError`` for an invalid configuration value.
+        """
+        group = self._require_running()
+        if not isinstance(topology, Topology):
+            raise TopologyError(f"topology {name!r}: expected a Topology from "
+                                f"create_topology(), got {type(topology).__name__}")
+        if name in self._running:
+            raise TopologyError(f"topology {name!r}: a topology with this name is running")
+        running = RunningTopology(name, dict(conf or {}), topology)
+        self._running[name] = running
+        try:
+            await running.start(group.create_task)
+        except BaseException:
+            del self._running[name]
+            await running.kill(0)
+            raise
+
+    async def kill_topology(self, name: str, wait_secs: float = 0) -> None:
+        """Stop calling ``next_tuple``, give pending trees ``wait_secs``, then close every task."""
+        running = self._running.get(name)
+        if running is None:
+            raise TopologyError(f"topology {name!r}: not running; running: {sorted(self._running)}")
+        try:
+            await running.kill(wait_secs)
+        finally:
+            self._running.pop(name, None)
+
+    def stats(self, name: str) -> dict[str, Any]:
+        """Figures of a running topology: ``pending``, ``components`` (per-component counters,
+        acker figures under ``"__acker"``), ``complete_latency_ms`` and queue snapshots."""
+        running = self._running.get(name)
+        if running is None:
+            raise TopologyError(f"topology {name!r}: not running; running: {sorted(self._running)}")
+        return running.stats()
+
+    def topologies(self) -> list[str]:
+        """Names of the running topologies."""
+        return sorted(self._running)

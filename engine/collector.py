@@ -1,0 +1,313 @@
+"""Collectors: the four verbs (emit, anchor, ack, fail) turned into outgoing batches.
+
+Tuples go into the executor's ``Outbox`` (one list per destination executor) and acker
+messages into one list per acker; the executor flushes both after each batch or spout
+round, so nothing here awaits and nothing is allocated per tuple beyond the tuple itself.
+
+Anchoring follows Storm's ``BoltOutputCollectorImpl``: one fresh edge id per (anchor,
+target task), XOR-ed into the anchor's ``ack_val`` and into the new tuple's root map;
+``ack(t)`` sends ``edge ^ ack_val`` to each of ``t``'s roots.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from random import getrandbits
+from typing import Any
+
+from engine.acker import ACK, FAIL, INIT, RESET
+from engine.grouping import Grouper
+from engine.queues import BatchQueue
+from engine.stats import TaskStats
+from engine.tuples import Source, Tuple
+
+__all__ = [
+    "BasicOutputCollector",
+    "Outbox",
+    "OutputCollector",
+    "Route",
+    "SpoutOutputCollector",
+]
+
+log = logging.getLogger("engine")
+
+
+class Outbox:
+    """An executor's outgoing buffers: tuples per destination executor, messages per acker."""
+
+    __slots__ = ("acker_bufs", "acker_queues", "bufs", "queues", "task_executor")
+
+    def __init__(self, queues: list[BatchQueue], task_executor: list[int],
+                 acker_queues: list[BatchQueue]) -> None:
+        self.queues = queues
+        self.task_executor = task_executor
+        self.bufs: dict[int, list[Tuple]] = {}
+        self.acker_queues = acker_queues
+        self.acker_bufs: list[list[tuple]] = [[] for _ in acker_queues]
+
+    def flush_acker_messages(self) -> None:
+        """Hand every pending acker message to its acker (never blocks)."""
+        for i, buf in enumerate(self.acker_bufs):
+            if buf:
+                self.acker_queues[i].put_nowait(buf)
+                self.acker_bufs[i] = []
+
+    async def flush(self) -> None:
+        """Send every buffered batch, waiting where a destination queue is full."""
+        self.flush_acker_messages()
+        if self.bufs:
+            bufs, self.bufs = self.bufs, {}
+            queues = self.queues
+            for ex, buf in bufs.items():
+                await queues[ex].put(buf)
+
+
+@dataclass(slots=True)
+class Route:
+    """Where one (task, stream) sends: groupers for normal streams, allowed targets for direct."""
+
+    source: Source
+    groupers: list[Grouper] = field(default_factory=list)
+    direct: bool = False
+    direct_targets: frozenset[int] = frozenset()
+
+
+class _Collector:
+    """Shared routing and delivery for spout and bolt collectors."""
+
+    def __init__(self, kind: str, component: str, task_id: int, routes: dict[str, Route],
+                 outbox: Outbox, stats: TaskStats, debug: bool) -> None:
+        self._kind = kind
+        self._component = component
+        self._task_id = task_id
+        self._routes = routes
+        self._outbox = outbox
+        self._stats = stats
+        self._debug = debug
+        self._num_ackers = len(outbox.acker_bufs)
+
+    def _targets(self, values: Sequence[Any], stream: str) -> tuple[Route, list[int]]:
+        route = self._routes.get(stream)
+        if route is None:
+            raise ValueError(f"{self._kind} {self._component!r} task {self._task_id}: emit on "
+                             f"undeclared stream {stream!r}; declared: {sorted(self._routes)}")
+        if route.direct:
+            raise ValueError(f"{self._kind} {self._component!r}: stream {stream!r} is direct; "
+                             f"use emit_direct(task_id, ...)")
+        if len(values) != len(route.source.fields):
+            raise ValueError(
+                f"{self._kind} {self._component!r}: emitted {len(values)} values on stream "
+                f"{stream!r}, which declares fields {list(route.source.fields)}")
+        groupers = route.groupers
+        if len(groupers) == 1:
+            return route, groupers[0].choose(values)
+        targets: list[int] = []
+        for g in groupers:
+            targets.extend(g.choose(values))
+        return route, targets
+
+    def _direct_target(self, task_id: int, values: Sequence[Any],
+                       stream: str) -> tuple[Route, list[int]]:
+        route = self._routes.get(stream)
+        if route is None or not route.direct:
+            raise ValueError(f"{self._kind} {self._component!r}: emit_direct on stream "
+                             f"{stream!r}, which is not declared with direct=True")
+        if task_id not in route.direct_targets:
+            raise ValueError(f"{self._kind} {self._component!r}: emit_direct to task {task_id}, "
+                             f"which does not subscribe to stream {stream!r} with "
+                             f"direct_grouping; subscribed tasks: {sorted(route.direct_targets)}")
+        return route, [task_id]
+
+    def _log_emit(self, values: Sequence[Any], stream: str, targets: list[int]) -> None:
+        log.info("emit %s %r task %d stream %r -> %s: %r", self._kind, self._component,
+                 self._task_id, stream, targets, values)
+
+    def report_error(self, exc: BaseException) -> None:
+        """Count ``exc`` as an error of this component and log it with the task id."""
+        self._stats.errors += 1
+        log.error("%s %r task %d: %s: %s", self._kind, self._component, self._task_id,
+                  type(exc).__name__, exc, exc_info=self._stats.errors <= 3 and exc)
+
+
+class SpoutOutputCollector(_Collector):
+    """What a spout emits with; a ``msg_id`` makes the emitted tuple the root of a tracked tree."""
+
+    def __init__(self, component: str, task_id: int, routes: dict[str, Route], outbox: Outbox,
+                 stats: TaskStats, debug: bool, pending: dict[int, Any],
+                 sample_every: int, clock: Any) -> None:
+        super().__init__("spout", component, task_id, routes, outbox, stats, debug)
+        self._pending = pending
+        self.immediate_acks: list[Any] = []
+        self.emit_count = 0
+        self._sample_every = sample_every
+        self._sample_next = 1
+        self._clock = clock
+        self.started: dict[int, float] = {}
+
+    def emit(self, values: Sequence[Any], msg_id: Any = None,
+             stream: str = "default") -> list[int]:
+        """Emit ``values``; returns the task ids it went to. ``msg_id`` tracks the tree."""
+        route, targets = self._targets(values, stream)
+        self._send(values, msg_id, route.source, targets)
+        return targets
+
+    def emit_direct(self, task_id: int, values: Sequence[Any], msg_id: Any = None,
+                    stream: str = "default") -> None:
+        """Emit ``values`` to ``task_id`` on a direct stream."""
+        route, targets = self._direct_target(task_id, values, stream)
+        self._send(values, msg_id, route.source, targets)
+
+    def _send(self, values: Sequence[Any], msg_id: Any, src: Source, targets: list[int]) -> None:
+        self.emit_count += 1
+        self._stats.emitted += 1
+        outbox = self._outbox
+        bufs, texec = outbox.bufs, outbox.task_executor
+        if self._debug:
+            self._log_emit(values, src.stream, targets)
+        if msg_id is None or not self._num_ackers:
+            for t in targets:
+                ex = texec[t]
+                buf = bufs.get(ex)
+                if buf is None:
+                    bufs[ex] = [Tuple(values, src, t, None)]
+                else:
+                    buf.append(Tuple(values, src, t, None))
+            if msg_id is not None:
+                self.immediate_acks.append(msg_id)
+            return
+        root = getrandbits(64) or 1
+        val = 0
+        for t in targets:
+            edge = getrandbits(64) or 1
+            val ^= edge
+            ex = texec[t]
+            buf = bufs.get(ex)
+            if buf is None:
+                bufs[ex] = [Tuple(values, src, t, {root: edge})]
+            else:
+                buf.append(Tuple(values, src, t, {root: edge}))
+        self._pending[root] = msg_id
+        self._sample_next -= 1
+        if self._sample_next == 0:
+            self._sample_next = self._sample_every
+            self.started[root] = self._clock()
+        n = self._num_ackers
+        outbox.acker_bufs[0 if n == 1 else root % n].append((INIT, root, val, self._task_id))
+
+
+class OutputCollector(_Collector):
+    """What a bolt emits, anchors, acks and fails with."""
+
+    def __init__(self, component: str, task_id: int, routes: dict[str, Route], outbox: Outbox,
+                 stats: TaskStats, debug: bool) -> None:
+        super().__init__("bolt", component, task_id, routes, outbox, stats, debug)
+
+    def emit(self, values: Sequence[Any], anchors: Tuple | Iterable[Tuple] | None = None,
+             stream: str = "default") -> list[int]:
+        """Emit ``values`` anchored to ``anchors`` (a tuple, several, or None: unanchored)."""
+        route, targets = self._targets(values, stream)
+        self._send(values, anchors, route.source, targets)
+        return targets
+
+    def emit_direct(self, task_id: int, values: Sequence[Any],
+                    anchors: Tuple | Iterable[Tuple] | None = None,
+                    stream: str = "default") -> None:
+        """Emit ``values`` to ``task_id`` on a direct stream."""
+        route, targets = self._direct_target(task_id, values, stream)
+        self._send(values, anchors, route.source, targets)
+
+    def _send(self, values: Sequence[Any], anchors: Tuple | Iterable[Tuple] | None,
+              src: Source, targets: list[int]) -> None:
+        self._stats.emitted += 1
+        bufs, texec = self._outbox.bufs, self._outbox.task_executor
+        if self._debug:
+            self._log_emit(values, src.stream, targets)
+        if type(anchors) is Tuple:
+            anchor_roots = anchors.roots
+            for t in targets:
+                if anchor_roots:
+                    edge = getrandbits(64) or 1
+                    anchors.ack_val ^= edge
+                    tup = Tuple(values, src, t, dict.fromkeys(anchor_roots, edge))
+                else:
+                    tup = Tuple(values, src, t, None)
+                ex = texec[t]
+                buf = bufs.get(ex)
+                if buf is None:
+                    bufs[ex] = [tup]
+                else:
+                    buf.append(tup)
+            return
+        anchor_list = [] if anchors is None else [a for a in anchors if a.roots]
+        for t in targets:
+            roots: dict[int, int] | None = None
+            if anchor_list:
+                roots = {}
+                for a in anchor_list:
+                    edge = getrandbits(64) or 1
+                    a.ack_val ^= edge
+                    for r in a.roots:  # type: ignore[union-attr]
+                        roots[r] = roots.get(r, 0) ^ edge
+            ex = texec[t]
+            buf = bufs.get(ex)
+            if buf is None:
+                bufs[ex] = [Tuple(values, src, t, roots)]
+            else:
+                buf.append(Tuple(values, src, t, roots))
+
+    def ack(self, tup: Tuple) -> None:
+        """``tup`` is processed: its edge leaves every tree it belongs to."""
+        self._stats.acked += 1
+        roots = tup.roots
+        if roots:
+            av, n, bufs = tup.ack_val, self._num_ackers, self._outbox.acker_bufs
+            if n == 1:
+                buf = bufs[0]
+                for r, e in roots.items():
+                    buf.append((ACK, r, e ^ av))
+            else:
+                for r, e in roots.items():
+                    bufs[r % n].append((ACK, r, e ^ av))
+
+    def fail(self, tup: Tuple) -> None:
+        """Fail every tree ``tup`` belongs to, at once."""
+        self._stats.failed += 1
+        self._to_roots(tup, FAIL)
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        """Restart the timeout of every tree ``tup`` belongs to."""
+        self._to_roots(tup, RESET)
+
+    def _to_roots(self, tup: Tuple, kind: int) -> None:
+        if tup.roots:
+            n, bufs = self._num_ackers, self._outbox.acker_bufs
+            for r in tup.roots:
+                bufs[r % n].append((kind, r))
+
+
+class BasicOutputCollector:
+    """A ``BasicBolt``'s collector: every emit is anchored to the tuple being executed."""
+
+    __slots__ = ("_collector", "anchor")
+
+    def __init__(self, collector: OutputCollector) -> None:
+        self._collector = collector
+        self.anchor: Tuple | None = None
+
+    def emit(self, values: Sequence[Any], stream: str = "default") -> list[int]:
+        """Emit ``values`` anchored to the input tuple."""
+        return self._collector.emit(values, self.anchor, stream)
+
+    def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = "default") -> None:
+        """Emit ``values`` to ``task_id`` on a direct stream, anchored to the input tuple."""
+        self._collector.emit_direct(task_id, values, self.anchor, stream)
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        """Restart the timeout of the trees ``tup`` belongs to."""
+        self._collector.reset_timeout(tup)
+
+    def report_error(self, exc: BaseException) -> None:
+        """Count and log ``exc`` as an error of this component."""
+        self._collector.report_error(exc)

@@ -1,0 +1,108 @@
+"""The user's building blocks: ``Spout``, ``Bolt`` and ``BasicBolt``.
+
+Every user method may be ``def`` or ``async def`` (api.md §1); ``caller`` decides which once,
+when a task starts, so the hot loops do not inspect each call's result.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.collector import BasicOutputCollector, OutputCollector, SpoutOutputCollector
+    from engine.context import TopologyContext
+    from engine.topology import OutputFieldsDeclarer
+    from engine.tuples import Tuple
+
+__all__ = ["BasicBolt", "Bolt", "Component", "Spout", "caller"]
+
+
+def caller(method: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """An ``async`` callable for ``method``: the coroutine function itself, or a wrapper."""
+    if inspect.iscoroutinefunction(method):
+        return method
+
+    async def call(*args: Any) -> Any:
+        return method(*args)
+
+    return call
+
+
+class Component:
+    """What spouts and bolts share: output declaration and per-component configuration."""
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """Declare the streams this component emits (default: none)."""
+
+    def component_configuration(self) -> dict[str, Any] | None:
+        """Configuration merged over the topology's for this component's tasks."""
+        return None
+
+
+class Spout(Component):
+    """A source of tuples.
+
+    ``next_tuple`` is called repeatedly while the spout is active and not at
+    ``topology.max.spout.pending``. For a tuple emitted with a ``msg_id``, exactly one of
+    ``ack(msg_id)`` or ``fail(msg_id)`` is later called on the same task, at most once,
+    never after ``close``.
+    """
+
+    def open(self, conf: dict[str, Any], context: TopologyContext,
+             collector: SpoutOutputCollector) -> Any:
+        """Called once per task before the first ``next_tuple``."""
+
+    def next_tuple(self) -> Any:
+        """Emit zero or more tuples; emitting none makes the executor back off briefly."""
+
+    def ack(self, msg_id: Any) -> Any:
+        """The tree of the tuple emitted with ``msg_id`` was fully processed."""
+
+    def fail(self, msg_id: Any) -> Any:
+        """The tree of ``msg_id`` failed or timed out; replay it if the source can."""
+
+    def activate(self) -> Any:
+        """Called when the spout becomes active (after ``open``)."""
+
+    def deactivate(self) -> Any:
+        """Called when the topology stops calling ``next_tuple`` (kill, drain)."""
+
+    def close(self) -> Any:
+        """Called once per task at shutdown; no ``ack``/``fail`` follows."""
+
+
+class Bolt(Component):
+    """A processing step with full control: anchor, ack and fail explicitly.
+
+    An exception escaping ``execute`` fails the input tuple, is counted as an error of the
+    component and logged; the executor keeps running.
+    """
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext,
+                collector: OutputCollector) -> Any:
+        """Called once per task before the first ``execute``."""
+
+    def execute(self, tup: Tuple) -> Any:
+        """Process one tuple; ack or fail it through the collector."""
+
+    def cleanup(self) -> Any:
+        """Called once per task at shutdown."""
+
+
+class BasicBolt(Component):
+    """A bolt whose emits are anchored to the input and whose input is acked on return.
+
+    Raising ``FailedException`` fails the input tuple; any other exception fails it too and
+    is reported as an error.
+    """
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> Any:
+        """Called once per task before the first ``execute``."""
+
+    def execute(self, tup: Tuple, collector: BasicOutputCollector) -> Any:
+        """Process one tuple; ``collector.emit`` anchors to it automatically."""
+
+    def cleanup(self) -> Any:
+        """Called once per task at shutdown."""

@@ -1,0 +1,56 @@
+"""What a task knows about its place in the running topology."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engine.tuples import Fields
+
+__all__ = ["TopologyContext"]
+
+
+class TopologyContext:
+    """A task's view: its id, its component, every component's task ids and fields."""
+
+    def __init__(self, topology_name: str, task_id: int, component_id: str,
+                 component_tasks: Mapping[str, list[int]],
+                 output_fields: Mapping[str, Mapping[str, Fields]],
+                 sources: Mapping[str, list[tuple[str, str]]],
+                 conf: Mapping[str, Any]) -> None:
+        self.topology_name = topology_name
+        self.task_id = task_id
+        self.component_id = component_id
+        self._component_tasks = component_tasks
+        self._output_fields = output_fields
+        self._sources = sources
+        self.conf = conf
+
+    @property
+    def task_index(self) -> int:
+        """0-based index of this task among its component's tasks."""
+        return self._component_tasks[self.component_id].index(self.task_id)
+
+    def component_tasks(self, component_id: str) -> list[int]:
+        """Task ids of ``component_id``, ascending (empty for an unknown id)."""
+        return list(self._component_tasks.get(component_id, ()))
+
+    def this_component_tasks(self) -> list[int]:
+        """Task ids of this task's own component."""
+        return self.component_tasks(self.component_id)
+
+    def component_ids(self) -> list[str]:
+        """Every user component id in the topology."""
+        return [c for c in self._component_tasks if not c.startswith("__")]
+
+    def output_fields(self, component_id: str, stream: str = "default") -> Fields:
+        """The fields ``component_id`` declares on ``stream``."""
+        return self._output_fields[component_id][stream]
+
+    def this_sources(self) -> list[tuple[str, str]]:
+        """``(component, stream)`` pairs this task's component subscribes to."""
+        return list(self._sources.get(self.component_id, ()))
+
+    def __repr__(self) -> str:
+        return (f"TopologyContext(topology={self.topology_name!r}, "
+                f"component={self.component_id!r}, task={self.task_id})")

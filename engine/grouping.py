@@ -1,0 +1,139 @@
+"""Groupings: turn an emitted tuple's values into target task ids.
+
+One small class per grouping, built once per (emitting task, subscription); ``choose``
+returns a list that callers must not mutate (singleton lists are shared to keep the hot
+path allocation-free). Fields hashing is stable across processes and runs: CRC-32 of the
+values' bytes, never Python's salted ``hash()``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+from zlib import adler32, crc32
+
+__all__ = ["Grouper", "make_grouper", "stable_hash"]
+
+
+def _hash_one(value: Any) -> int:
+    kind = type(value)
+    if kind is str:
+        return crc32(value.encode())
+    if kind is int:
+        return value & 0xFFFFFFFF
+    if kind is bytes:
+        return crc32(value)
+    return crc32(repr(value).encode())
+
+
+def stable_hash(values: Sequence[Any]) -> int:
+    """A 32-bit hash of ``values`` that is the same in every process and every run."""
+    h = 0
+    for value in values:
+        h = (h * 31 + _hash_one(value)) & 0xFFFFFFFF
+    return h
+
+
+class Grouper:
+    """Chooses target tasks for one subscription, seen from one emitting task."""
+
+    def __init__(self, targets: list[int]) -> None:
+        self.targets = sorted(targets)
+        self._singletons = [[t] for t in self.targets]
+
+    def choose(self, values: Sequence[Any]) -> list[int]:
+        """The target task ids for a tuple with ``values``."""
+        raise NotImplementedError
+
+
+class ShuffleGrouper(Grouper):
+    """Round-robin over a shuffled order of the targets: even load, no per-call randomness."""
+
+    def __init__(self, targets: list[int]) -> None:
+        super().__init__(targets)
+        random.shuffle(self._singletons)
+        self._next = 0
+
+    def choose(self, values: Sequence[Any]) -> list[int]:
+        i = self._next
+        self._next = 0 if i + 1 == len(self._singletons) else i + 1
+        return self._singletons[i]
+
+
+class FieldsGrouper(Grouper):
+    """Equal values of the grouping fields go to the same task."""
+
+    def __init__(self, targets: list[int], indexes: list[int]) -> None:
+        super().__init__(targets)
+        self._indexes = indexes
+        self._single = indexes[0] if len(indexes) == 1 else None
+
+    def choose(self, values: Sequence[Any]) -> list[int]:
+        if self._single is not None:
+            value = values[self._single]
+            h = crc32(value.encode()) if type(value) is str else stable_hash((value,))
+        else:
+            h = stable_hash([values[i] for i in self._indexes])
+        return self._singletons[h % len(self._singletons)]
+
+
+class PartialKeyGrouper(Grouper):
+    """Two candidate tasks per key (two independent hashes); the less loaded one wins."""
+
+    def __init__(self, targets: list[int], indexes: list[int]) -> None:
+        super().__init__(targets)
+        self._indexes = indexes
+        self._load = [0] * len(self.targets)
+
+    def choose(self, values: Sequence[Any]) -> list[int]:
+        key = repr([values[i] for i in self._indexes]).encode()
+        n = len(self._load)
+        first, second = crc32(key) % n, adler32(key) % n
+        pick = first if self._load[first] <= self._load[second] else second
+        self._load[pick] += 1
+        return self._singletons[pick]
+
+
+class AllGrouper(Grouper):
+    """Every target task."""
+
+    def choose(self, values: Sequence[Any]) -> list[int]:
+        return self.targets
+
+
+class GlobalGrouper(Grouper):
+    """The target task with the lowest id."""
+
+    def choose(self, values: Sequence[Any]) -> list[int]:
+        return self._singletons[0]
+
+
+class CustomGrouper(Grouper):
+    """Delegates to the user's ``choose_tasks(task_id, values)``."""
+
+    def __init__(self, targets: list[int], custom: Any, source_task: int) -> None:
+        super().__init__(targets)
+        self._custom = custom
+        self._task = source_task
+
+    def choose(self, values: Sequence[Any]) -> list[int]:
+        return list(self._custom.choose_tasks(self._task, list(values)))
+
+
+def make_grouper(kind: str, targets: list[int], indexes: list[int], custom: Any,
+                 source_task: int) -> Grouper:
+    """The grouper for a subscription of ``kind`` (``"direct"`` never reaches here)."""
+    if kind in ("shuffle", "none", "local_or_shuffle"):
+        return ShuffleGrouper(targets)
+    if kind == "fields":
+        return FieldsGrouper(targets, indexes)
+    if kind == "partial_key":
+        return PartialKeyGrouper(targets, indexes)
+    if kind == "all":
+        return AllGrouper(targets)
+    if kind == "global":
+        return GlobalGrouper(targets)
+    if kind == "custom":
+        return CustomGrouper(targets, custom, source_task)
+    raise ValueError(f"unknown grouping {kind!r}")
