@@ -101,6 +101,12 @@ class LocalCluster:
             raise TopologyError(f"topology {name!r}: not running; running: {sorted(self._running)}")
         return running.stats()
 
+    def finished(self, name: str) -> bool:
+        """True when every spout task has an ``exhausted()`` that returns True and no tracked
+        tree is pending: a finite topology is done."""
+        running = self._running.get(name)
+        return running is not None and running.exhausted()
+
     def topologies(self) -> list[str]:
         """Names of the running topologies."""
         return sorted(self._running)

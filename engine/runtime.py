@@ -219,6 +219,15 @@ class RunningTopology:
         """Tracked trees the spouts still wait on."""
         return sum(ex.pending() for ex in self.spout_executors)
 
+    def exhausted(self) -> bool:
+        """Every spout task says it is exhausted and no tracked tree is pending."""
+        for sex in self.spout_executors:
+            for st in sex.tasks:
+                check = getattr(st.obj, "exhausted", None)
+                if check is None or not check():
+                    return False
+        return self.spout_pending() == 0
+
     async def kill(self, wait_secs: float) -> None:
         """Stop ``next_tuple``, let pending trees finish for up to ``wait_secs``, then close."""
         for sex in self.spout_executors:
