@@ -115,7 +115,8 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> No
                 await asyncio.wait_for(stop.wait(), 0.1)
             now = time.monotonic()
             if now >= next_status:
-                print(_status(name, cluster.stats(name), spout_ids, last), file=sys.stderr, flush=True)
+                line = _status(name, cluster.stats(name), spout_ids, last)
+                print(line, file=sys.stderr, flush=True)
                 next_status = now + args.status_interval
             if args.duration is not None and now - started >= args.duration:
                 break

@@ -23,7 +23,10 @@ CONF = {
     "wordcount.top": 10,
 }
 
-VOCABULARY = ["the", "cow", "jumped", "over", "moon", "an", "apple", "a", "day", "keeps", "doctor", "away", "four", "score", "and", "seven", "years", "ago", "snow", "white", "dwarfs", "i", "am", "at", "two", "with", "nature", "stream", "of", "tuples", "every", "message", "is", "fully", "processed", "or", "failed", "and", "replayed", "nothing", "lost"]
+VOCABULARY = tuple(
+    "the cow jumped over moon an apple a day keeps doctor away four score and seven years "
+    "ago snow white dwarfs i am at two with nature stream of tuples every message is fully "
+    "processed or failed and replayed nothing lost".split())
 
 
 def sentences(n: int, words_per_sentence: int = 10, seed: int = 7) -> list[list[str]]:
