@@ -1,0 +1,131 @@
+"""Kafka for Spark on the Python Data Source API: no JVM Kafka connector involved.
+
+Register once per session with ``spark.dataSource.register(KafkaDataSource)``, then::
+
+    spark.read.format("stormloop_kafka")
+        .option("kafka.bootstrap.servers", "host:9092").option("topic", "t").load()
+
+    df.write.format("stormloop_kafka").mode("append")
+        .option("kafka.bootstrap.servers", "host:9092").option("topic", "t").save()
+
+Read options: ``topic`` (required); ``ranges``, a JSON list of ``[partition, start, end]``
+(default: every partition from ``group.id``'s committed offsets, or the log start, to the
+fetch high watermark taken at planning time); ``maxOffsetsPerTask`` (default 50000), the
+largest offset range one Spark task reads. Each input partition is one Kafka partition and
+offset range, read by an aiokafka consumer inside the Spark task. The result has the
+columns of ``RECORD_DDL``.
+
+Write options: ``topic``, the default for rows without a ``topic`` column or value. Rows
+need ``value`` (binary) and may carry ``key``, ``topic``, ``partition``, ``headers``.
+Each Spark task produces its rows and returns only once the broker confirmed every one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import orjson
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from connectors.spark.kafka_io import RECORD_DDL, read_range, write_batches
+from connectors.spark.offsets import OffsetRange, plan_ranges
+
+__all__ = ["FORMAT", "KafkaDataSource", "ranges_option"]
+
+FORMAT = "stormloop_kafka"
+"""The name to pass to ``spark.read.format`` / ``df.write.format``."""
+
+_DEFAULT_MAX_OFFSETS_PER_TASK = 50_000
+
+
+def ranges_option(ranges: list[OffsetRange]) -> str:
+    """The ``ranges`` read option that reads exactly ``ranges`` (all of one topic)."""
+    return orjson.dumps([[r.partition, r.start, r.end] for r in ranges]).decode()
+
+
+def _required(options: Mapping[str, str], name: str) -> str:
+    value = options.get(name)
+    if not value:
+        raise ValueError(f"the {FORMAT} data source needs the option {name!r}")
+    return value
+
+
+@dataclass
+class _RangePartition(InputPartition):
+    rng: OffsetRange
+
+
+class _KafkaReader(DataSourceReader):
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.bootstrap = _required(options, "kafka.bootstrap.servers")
+        self.topic = _required(options, "topic")
+        self.ranges = options.get("ranges")
+        self.group_id = options.get("group.id")
+        self.max_per_task = int(options.get("maxOffsetsPerTask",
+                                            _DEFAULT_MAX_OFFSETS_PER_TASK))
+
+    def _planned(self) -> list[OffsetRange]:
+        if self.ranges is not None:
+            return [OffsetRange(self.topic, p, lo, hi) for p, lo, hi in orjson.loads(self.ranges)]
+        return asyncio.run(plan_ranges(self.bootstrap, self.topic, self.group_id))
+
+    def partitions(self) -> list[InputPartition]:
+        """One input partition per Kafka partition and offset range of at most
+        ``maxOffsetsPerTask`` offsets; empty ranges are dropped."""
+        parts = [_RangePartition(sub) for rng in self._planned()
+                 for sub in rng.split(self.max_per_task)]
+        # Spark plans at least one task; an empty range reads nothing.
+        return parts or [_RangePartition(OffsetRange(self.topic, 0, 0, 0))]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Every record of the partition's offset range, once, in offset order."""
+        assert isinstance(partition, _RangePartition)
+        return read_range(self.bootstrap, partition.rng)
+
+
+@dataclass
+class _Written(WriterCommitMessage):
+    count: int
+
+
+class _KafkaWriter(DataSourceArrowWriter):
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.bootstrap = _required(options, "kafka.bootstrap.servers")
+        self.topic = options.get("topic")
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        """Produce every row; returns only once the broker confirmed all of them."""
+        return _Written(write_batches(self.bootstrap, iterator, default_topic=self.topic))
+
+
+class KafkaDataSource(DataSource):
+    """Batch reads of bounded offset ranges and append-only writes, over aiokafka."""
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name, ``stormloop_kafka``."""
+        return FORMAT
+
+    def schema(self) -> str:
+        """The record columns: key, value, topic, partition, offset, timestamp_ms, headers."""
+        return RECORD_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """A reader of the ranges the options name (see the module docstring)."""
+        return _KafkaReader(self.options)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        """A writer appending rows as records; a topic cannot be overwritten."""
+        if overwrite:
+            raise ValueError(f"{FORMAT} only appends; use mode('append')")
+        return _KafkaWriter(self.options)
