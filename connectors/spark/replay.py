@@ -1,0 +1,183 @@
+"""The failure-replay job (api.md §10): failed topic -> parse -> de-duplicate -> filter -> Kafka.
+
+One run reads the failed topic's offsets the consumer group ``group_id`` has not committed,
+up to the fetch high watermark taken when the run starts. Each record is parsed as a
+``FailedRecord``; records that are not are counted and sampled, never fatal. Records with
+the same original ``(topic, partition, offset)`` collapse to the latest one (by
+``failed_at``, then ``attempts``). The optional filters keep records whose reason contains
+one of ``reasons`` and that failed at or after ``since_ms``. Each kept record's original
+key and value go to ``target_topic`` (default: its own topic) with the headers of
+``REPLAY_HEADERS``. Only after every write was confirmed does the group commit the ends of
+the ranges it read, so a re-run reads only records that arrived since: each failed record
+is replayed once, barring a crash between the write and the commit (then at least once).
+Filtered-out records count as handled: a group that skipped them will not see them again.
+A dry run reads and reports the same way but writes and commits nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import time
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from connectors.spark.datasource import FORMAT, ranges_option
+from connectors.spark.offsets import OffsetRange, commit_ranges, plan_ranges, probe_broker
+from connectors.spark.parse import PARSED_TYPE, parsed_fields
+from connectors.spark.session import build_session, prepare_session
+from connectors.spark.summary import SAMPLE_ROWS, Malformed, Planned, ReplaySummary
+
+__all__ = ["REPLAY_HEADERS", "ReplayOptions", "run_replay"]
+
+REPLAY_HEADERS = ("replay.original.topic", "replay.original.partition",
+                  "replay.original.offset", "replay.attempts")
+"""Headers on every replayed record: original topic, partition, offset, attempts (UTF-8)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayOptions:
+    """Everything one run needs; the command line maps onto these fields one to one."""
+
+    bootstrap_servers: str
+    failed_topic: str
+    target_topic: str | None = None
+    group_id: str = "replay-failed"
+    master: str | None = None
+    dry_run: bool = False
+    reasons: tuple[str, ...] = ()
+    since_ms: int | None = None
+    connect_timeout_s: float = 5.0
+    max_offsets_per_task: int = 50_000
+
+
+def run_replay(options: ReplayOptions, spark: SparkSession | None = None) -> ReplaySummary:
+    """Run the job once (see the module docstring) and return what it did.
+
+    Raises ``BrokerUnreachable`` within ``connect_timeout_s`` and before any Spark work if
+    no broker answers, ``TopicNotFound`` if the failed topic does not exist. Spark starts
+    only when there is something to read; a session passed in is used and left running.
+    """
+    started = time.monotonic()
+    bootstrap = options.bootstrap_servers
+    asyncio.run(probe_broker(bootstrap, options.connect_timeout_s))
+    ranges = asyncio.run(plan_ranges(bootstrap, options.failed_topic, options.group_id))
+    summary = ReplaySummary(options.failed_topic, options.group_id, options.dry_run)
+    if any(r.size for r in ranges):
+        if spark is None:
+            spark = build_session(options.master)
+            summary.spark_startup_s = time.monotonic() - started
+            try:
+                _replay(spark, options, ranges, summary)
+            finally:
+                spark.stop()
+        else:
+            prepare_session(spark)
+            _replay(spark, options, ranges, summary)
+        if not options.dry_run:
+            asyncio.run(commit_ranges(bootstrap, options.group_id, ranges))
+    summary.elapsed_s = time.monotonic() - started
+    return summary
+
+
+def _replay(spark: SparkSession, options: ReplayOptions, ranges: list[OffsetRange],
+            summary: ReplaySummary) -> None:
+    parsed = (spark.read.format(FORMAT)
+              .option("kafka.bootstrap.servers", options.bootstrap_servers)
+              .option("topic", options.failed_topic)
+              .option("ranges", ranges_option(ranges))
+              .option("maxOffsetsPerTask", str(options.max_offsets_per_task))
+              .load()
+              .select(F.col("partition").alias("failed_partition"),
+                      F.col("offset").alias("failed_offset"),
+                      _parse(F.col("value")).alias("parsed"))
+              .select("failed_partition", "failed_offset", "parsed.*")
+              .persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        _count_parsed(parsed, summary)
+        selected = _select(parsed.where(F.col("error").isNull()), options).persist()
+        _count_selected(selected, summary)
+        chosen = selected.where(F.col("_keep"))
+        if options.dry_run:
+            summary.planned_samples = _planned(chosen)
+        elif summary.replayed:
+            (_records(chosen).write.format(FORMAT).mode("append")
+             .option("kafka.bootstrap.servers", options.bootstrap_servers).save())
+        selected.unpersist()
+    finally:
+        parsed.unpersist()
+
+
+_parse = F.udf(parsed_fields, PARSED_TYPE, useArrow=False)
+
+
+def _count_parsed(parsed: DataFrame, summary: ReplaySummary) -> None:
+    counts = {row["ok"]: row["count"] for row in
+              parsed.groupBy(F.col("error").isNull().alias("ok")).count().collect()}
+    summary.read = sum(counts.values())
+    summary.malformed = counts.get(False, 0)
+    if summary.malformed:
+        rows = (parsed.where(F.col("error").isNotNull())
+                .orderBy("failed_partition", "failed_offset").take(SAMPLE_ROWS))
+        summary.malformed_samples = [
+            Malformed(r["failed_partition"], r["failed_offset"], r["error"]) for r in rows]
+
+
+def _select(valid: DataFrame, options: ReplayOptions) -> DataFrame:
+    """The latest record per original coordinates, with its target and ``_keep`` (filters)."""
+    latest_first = Window.partitionBy("topic", "partition", "offset").orderBy(
+        F.desc("failed_at"), F.desc("attempts"),
+        F.desc("failed_partition"), F.desc("failed_offset"))
+    target = F.lit(options.target_topic) if options.target_topic else F.col("topic")
+    return (valid.withColumn("_rank", F.row_number().over(latest_first))
+            .where(F.col("_rank") == 1).drop("_rank")
+            .withColumn("_keep", _filter(options))
+            .withColumn("_target", target))
+
+
+def _filter(options: ReplayOptions) -> Column:
+    keep = F.lit(True)
+    if options.reasons:
+        keep = reduce(operator.or_, (F.col("reason").contains(r) for r in options.reasons))
+    if options.since_ms is not None:
+        keep = keep & (F.col("failed_at") >= F.lit(options.since_ms))
+    return keep
+
+
+def _count_selected(selected: DataFrame, summary: ReplaySummary) -> None:
+    rows = selected.groupBy("_keep", "reason", "topic", "_target").count().collect()
+    distinct = 0
+    for row in rows:
+        distinct += row["count"]
+        if not row["_keep"]:
+            summary.filtered += row["count"]
+            continue
+        summary.replayed += row["count"]
+        reason, route = row["reason"], (row["topic"], row["_target"])
+        summary.by_reason[reason] = summary.by_reason.get(reason, 0) + row["count"]
+        summary.by_topic[route] = summary.by_topic.get(route, 0) + row["count"]
+    summary.duplicates = summary.read - summary.malformed - distinct
+
+
+def _planned(chosen: DataFrame) -> list[Planned]:
+    rows = chosen.orderBy("topic", "partition", "offset").take(SAMPLE_ROWS)
+    return [Planned(r["topic"], r["partition"], r["offset"], r["_target"], r["attempts"],
+                    r["reason"]) for r in rows]
+
+
+def _header(name: str, column: str) -> Column:
+    return F.struct(F.lit(name).alias("key"),
+                    F.col(column).cast("string").cast("binary").alias("value"))
+
+
+def _records(chosen: DataFrame) -> DataFrame:
+    """The Kafka sink's rows: original key and value, target topic, replay headers."""
+    headers = F.array(*(_header(name, column) for name, column in
+                        zip(REPLAY_HEADERS, ("topic", "partition", "offset", "attempts"),
+                            strict=True)))
+    return chosen.select(F.col("_target").alias("topic"), "key", "value",
+                         headers.alias("headers"))

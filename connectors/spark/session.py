@@ -1,0 +1,77 @@
+"""A SparkSession able to run the replay job, locally or on a cluster.
+
+Three things must hold before any Python code runs on an executor: the workers start the
+driver's interpreter (``PYSPARK_PYTHON``; otherwise they start whatever ``python3`` is on
+the PATH, which may lack pyarrow and this project), they can import ``connectors`` (and
+``engine``, which ``connectors.kafka`` may import), and the Kafka data source is registered.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+import connectors
+from connectors.spark.datasource import KafkaDataSource
+
+__all__ = ["build_session", "prepare_session"]
+
+_SHIPPED_PACKAGES = ("connectors", "engine")
+_SPARK_DEFAULT_SHUFFLE_PARTITIONS = "200"
+
+
+def build_session(master: str | None = None, app_name: str = "replay-failed",
+                  conf: dict[str, str] | None = None) -> SparkSession:
+    """Create (or join) a session on ``master`` ready for the Kafka data source.
+
+    ``master=None`` keeps the master chosen by ``spark-submit`` and means ``local[*]``
+    otherwise. Spark's console progress bar is on unless ``conf`` turns it off.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
+        builder = builder.master("local[*]")
+    settings = {"spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
+                "spark.ui.showConsoleProgress": "true", **(conf or {})}
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if spark.conf.get("spark.sql.shuffle.partitions") == _SPARK_DEFAULT_SHUFFLE_PARTITIONS:
+        # Spark's 200 suits large clusters; left unchosen, one task per core is plenty here.
+        parallelism = spark.sparkContext.defaultParallelism
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(2, parallelism)))
+    prepare_session(spark)
+    return spark
+
+
+def prepare_session(spark: SparkSession) -> None:
+    """Register the Kafka data source and ship this project's code to the executors.
+
+    Code is shipped as a zip through ``addPyFile`` when it runs from a source tree rather
+    than an installed distribution; idempotent per session.
+    """
+    root = Path(connectors.__file__).resolve().parent.parent
+    installed = "site-packages" in root.parts or "dist-packages" in root.parts
+    marker = "stormloop.shipped"
+    if not installed and spark.conf.get(marker, "false") != "true":
+        spark.sparkContext.addPyFile(str(_zip_packages(root)))
+        spark.conf.set(marker, "true")
+    # After addPyFile: registration captures the session's Python includes.
+    spark.dataSource.register(KafkaDataSource)
+
+
+def _zip_packages(root: Path) -> Path:
+    target = Path(tempfile.mkdtemp(prefix="stormloop-")) / "stormloop_src.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for package in _SHIPPED_PACKAGES:
+            for path in sorted((root / package).rglob("*.py")):
+                archive.write(path, path.relative_to(root).as_posix())
+    return target

@@ -1,0 +1,102 @@
+"""What one replay run did, and its printed form.
+
+Counts add up: ``read = malformed + duplicates + filtered + replayed``. Nothing here touches
+Spark or Kafka, so the report is tested on plain values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["SAMPLE_ROWS", "Malformed", "Planned", "ReplaySummary", "format_summary"]
+
+SAMPLE_ROWS = 20
+"""How many malformed and planned records a summary lists at most."""
+_REASON_WIDTH = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """A failed-topic record that is not a failed record: where it is and what is wrong."""
+
+    partition: int
+    offset: int
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """One record to replay: its original coordinates, destination, attempts and reason."""
+
+    topic: str
+    partition: int
+    offset: int
+    target: str
+    attempts: int
+    reason: str
+
+
+@dataclass(slots=True)
+class ReplaySummary:
+    """The outcome of one run over the failed topic's offsets ``ranges`` read by ``group_id``."""
+
+    failed_topic: str
+    group_id: str
+    dry_run: bool
+    read: int = 0
+    malformed: int = 0
+    duplicates: int = 0
+    filtered: int = 0
+    replayed: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+    by_topic: dict[tuple[str, str], int] = field(default_factory=dict)
+    malformed_samples: list[Malformed] = field(default_factory=list)
+    planned_samples: list[Planned] = field(default_factory=list)
+    spark_startup_s: float | None = None
+    elapsed_s: float = 0.0
+
+
+def _short(text: str, width: int = _REASON_WIDTH) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _tables(sections: list[tuple[str, list[tuple[str, int]]]]) -> list[str]:
+    """Titled two-column tables sharing one label width, so the counts line up."""
+    width = max((len(label) for _, rows in sections for label, _ in rows), default=0)
+    lines: list[str] = []
+    for title, rows in sections:
+        if rows:
+            lines.append(title)
+            lines += [f"  {label:<{width}}  {count:>12,}" for label, count in rows]
+    return lines
+
+
+def format_summary(s: ReplaySummary) -> str:
+    """A plain-text report: totals, then per reason and per topic, then samples."""
+    verb = "would replay" if s.dry_run else "replayed"
+    head = f"replay of {s.failed_topic!r} for group {s.group_id!r}"
+    lines = [head + (" (dry run: nothing written)" if s.dry_run else ""), ""]
+    reasons = sorted(s.by_reason.items(), key=lambda kv: (-kv[1], kv[0]))
+    topics = sorted(s.by_topic.items(), key=lambda kv: (-kv[1], kv[0]))
+    lines += _tables([
+        ("totals", [("read", s.read), ("malformed", s.malformed),
+                    ("duplicates dropped", s.duplicates), ("filtered out", s.filtered),
+                    (verb, s.replayed)]),
+        (f"{verb}, per reason", [(_short(r), n) for r, n in reasons]),
+        (f"{verb}, per topic", [(f"{src} -> {dst}", n) for (src, dst), n in topics]),
+    ])
+    if s.malformed_samples:
+        lines.append(f"malformed records (first {len(s.malformed_samples)}, "
+                     f"{s.failed_topic}[partition]@offset)")
+        lines += [f"  [{m.partition}]@{m.offset}: {_short(m.error, 100)}"
+                  for m in s.malformed_samples]
+    if s.dry_run and s.planned_samples:
+        lines.append(f"{verb} (first {len(s.planned_samples)} of {s.replayed:,})")
+        lines += [f"  {p.topic}[{p.partition}]@{p.offset} -> {p.target}  attempts={p.attempts}"
+                  f"  reason={_short(p.reason, 40)}" for p in s.planned_samples]
+    timing = f"took {s.elapsed_s:.1f} s"
+    if s.spark_startup_s is not None:
+        timing += f" (Spark start-up {s.spark_startup_s:.1f} s)"
+    lines.append(timing)
+    return "\n".join(lines)
