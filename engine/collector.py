@@ -11,6 +11,7 @@ target task), XOR-ed into the anchor's ``ack_val`` and into the new tuple's root
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,15 @@ log = logging.getLogger("engine")
 class Outbox:
     """An executor's outgoing buffers: tuples per destination executor, messages per acker."""
 
-    __slots__ = ("acker_bufs", "acker_queues", "bufs", "queues", "task_executor")
+    __slots__ = (
+        "acker_bufs",
+        "acker_queues",
+        "bufs",
+        "busy",
+        "queues",
+        "scheduled",
+        "task_executor",
+    )
 
     def __init__(self, queues: list[BatchQueue], task_executor: list[int],
                  acker_queues: list[BatchQueue]) -> None:
@@ -46,6 +55,26 @@ class Outbox:
         self.bufs: dict[int, list[Tuple]] = {}
         self.acker_queues = acker_queues
         self.acker_bufs: list[list[tuple]] = [[] for _ in acker_queues]
+        # True while the executor runs user code it will flush after; calls made at other
+        # times (from the user's own tasks or callbacks) schedule a flush instead.
+        self.busy = False
+        self.scheduled = False
+
+    def schedule_flush(self) -> None:
+        """Flush soon, without waiting: for emits and acks made outside execute/next_tuple."""
+        if not self.scheduled:
+            self.scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush_now)
+
+    def _flush_now(self) -> None:
+        self.scheduled = False
+        if self.busy:
+            return  # the executor flushes at the end of its batch
+        self.flush_acker_messages()
+        if self.bufs:
+            bufs, self.bufs = self.bufs, {}
+            for ex, buf in bufs.items():
+                self.queues[ex].put_nowait(buf)
 
     def flush_acker_messages(self) -> None:
         """Hand every pending acker message to its acker (never blocks)."""
@@ -209,6 +238,8 @@ class OutputCollector(_Collector):
         """Emit ``values`` anchored to ``anchors`` (a tuple, several, or None: unanchored)."""
         route, targets = self._targets(values, stream)
         self._send(values, anchors, route.source, targets)
+        if not self._outbox.busy:
+            self._outbox.schedule_flush()
         return targets
 
     def emit_direct(self, task_id: int, values: Sequence[Any],
@@ -217,6 +248,8 @@ class OutputCollector(_Collector):
         """Emit ``values`` to ``task_id`` on a direct stream."""
         route, targets = self._direct_target(task_id, values, stream)
         self._send(values, anchors, route.source, targets)
+        if not self._outbox.busy:
+            self._outbox.schedule_flush()
 
     def _send(self, values: Sequence[Any], anchors: Tuple | Iterable[Tuple] | None,
               src: Source, targets: list[int]) -> None:
@@ -270,6 +303,8 @@ class OutputCollector(_Collector):
             else:
                 for r, e in roots.items():
                     bufs[r % n].append((ACK, r, e ^ av))
+            if not self._outbox.busy:
+                self._outbox.schedule_flush()
 
     def fail(self, tup: Tuple) -> None:
         """Fail every tree ``tup`` belongs to, at once."""
@@ -277,14 +312,17 @@ class OutputCollector(_Collector):
         self._to_roots(tup, FAIL)
 
     def reset_timeout(self, tup: Tuple) -> None:
-        """Restart the timeout of every tree ``tup`` belongs to."""
+        """Restart the timeout of every tree ``tup`` belongs to, now (not at batch end)."""
         self._to_roots(tup, RESET)
+        self._outbox.flush_acker_messages()
 
     def _to_roots(self, tup: Tuple, kind: int) -> None:
         if tup.roots:
             n, bufs = self._num_ackers, self._outbox.acker_bufs
             for r in tup.roots:
                 bufs[r % n].append((kind, r))
+            if not self._outbox.busy:
+                self._outbox.schedule_flush()
 
 
 class BasicOutputCollector:

@@ -110,8 +110,10 @@ class SpoutExecutor:
                 item = inbox.get_nowait()
             emitted = 0
             if self.active:
+                outbox.busy = True
                 for task in self.tasks:
                     emitted += await self._round(task)
+                outbox.busy = False
             await outbox.flush()
             if emitted:
                 idle = IDLE_MIN_SECS
@@ -191,11 +193,13 @@ class BoltExecutor:
         batches = 0
         while True:
             batch = await queue.get()
+            outbox.busy = True
             if single is not None:
                 await self._execute(single, batch)
             else:
                 for tup in batch:
                     await self._execute(self.by_id[tup.dest], (tup,))
+            outbox.busy = False
             await outbox.flush()
             batches += 1
             if batches == YIELD_EVERY_BATCHES:
