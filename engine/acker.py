@@ -95,7 +95,7 @@ class AckLedger:
                 continue
             task = packed & _TASK_MASK
             if task and (packed >> _VAL_SHIFT == 0 or packed & _FAILED):
-                del pending[root]
+                pending.pop(root, None)
                 if self._resets:
                     self._resets.pop(root, None)
                 if packed & _FAILED:

@@ -7,10 +7,19 @@ import time
 from typing import Any
 
 import pytest
+import uvloop
 
 from engine import Bolt, Config, LocalCluster, TopologyBuilder
 from engine.testing import CaptureBolt, FeederSpout, wait_until
 from tests.engine.helpers import BasicUpper, Crash, Failer, Forward, Hold, SlowAck, Split
+
+
+@pytest.fixture(params=["asyncio", "uvloop"], scope="module")
+def event_loop_policy(request: pytest.FixtureRequest) -> asyncio.AbstractEventLoopPolicy:
+    """Each reliability test once per event loop implementation."""
+    if request.param == "uvloop":
+        return uvloop.EventLoopPolicy()
+    return asyncio.DefaultEventLoopPolicy()
 
 
 def conf(**kw: Any) -> Config:
