@@ -1,0 +1,76 @@
+"""replay_failed.py's command line: arguments, and errors that stop before Spark starts."""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from connectors.spark.cli import parse_since
+
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "replay_failed.py"
+NOW = datetime(2026, 11, 22, 6, 0, tzinfo=UTC)
+NOW_MS = int(NOW.timestamp() * 1000)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("90m", NOW_MS - 90 * 60_000),
+    ("2h", NOW_MS - 2 * 3_600_000),
+    ("1.5d", NOW_MS - 36 * 3_600_000),
+    ("2026-11-22T05:00", NOW_MS - 3_600_000),
+    ("2026-11-22T07:00+02:00", NOW_MS - 3_600_000),
+    ("2026-11-22", NOW_MS - 6 * 3_600_000),
+    ("1700000000000", 1_700_000_000_000),
+])
+def test_since_accepts_durations_iso_times_and_epoch_ms(text: str, expected: int) -> None:
+    assert parse_since(text, now=NOW) == expected
+
+
+def test_since_rejects_anything_else_with_the_accepted_forms() -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^--since 'yesterday': expected a "):
+        parse_since("yesterday", now=NOW)
+
+
+def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True,
+                          text=True, timeout=timeout, cwd="/")
+
+
+def test_unreachable_broker_is_one_line_and_status_2_within_seconds() -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    started = time.monotonic()
+    result = _run("--bootstrap-servers", f"127.0.0.1:{port}", "--failed-topic", "failed",
+                  "--connect-timeout", "3")
+    elapsed = time.monotonic() - started
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"replay_failed: error: cannot reach Kafka at 127.0.0.1:{port} "
+                               "within 3 s")
+    assert elapsed < 10
+
+
+def test_missing_failed_topic_is_status_2(kafka_broker) -> None:
+    result = _run("--bootstrap-servers", kafka_broker.bootstrap, "--failed-topic", "nope-x1")
+    assert result.returncode == 2
+    assert result.stderr == ("replay_failed: error: topic 'nope-x1' does not exist on the "
+                             "broker\n")
+
+
+def test_bad_arguments_are_status_2() -> None:
+    result = _run("--bootstrap-servers", "h:1", "--failed-topic", "f", "--since", "soon")
+    assert result.returncode == 2
+    assert "--since 'soon': expected a duration" in result.stderr
+    result = _run("--bootstrap-servers", "h:1", "--failed-topic", "f",
+                  "--max-offsets-per-task", "0")
+    assert (result.returncode, result.stderr) == (
+        2, "replay_failed: error: --max-offsets-per-task must be at least 1\n")

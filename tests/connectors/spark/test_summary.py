@@ -1,0 +1,43 @@
+"""The printed summary: totals, per reason, per topic, samples; counts line up."""
+
+from __future__ import annotations
+
+from connectors.spark.summary import Malformed, Planned, ReplaySummary, format_summary
+
+
+def test_report_lists_totals_reasons_topics_and_malformed_samples() -> None:
+    summary = ReplaySummary("failed", "g", dry_run=False, read=9, malformed=1, duplicates=2,
+                            filtered=1, replayed=5, by_reason={"boom": 3, "timeout": 2},
+                            by_topic={("orders", "orders"): 5},
+                            malformed_samples=[Malformed(0, 4, "not JSON: oops")],
+                            spark_startup_s=7.0, elapsed_s=20.0)
+    assert format_summary(summary).splitlines() == [
+        "replay of 'failed' for group 'g'",
+        "",
+        "totals",
+        "  read                           9",
+        "  malformed                      1",
+        "  duplicates dropped             2",
+        "  filtered out                   1",
+        "  replayed                       5",
+        "replayed, per reason",
+        "  boom                           3",
+        "  timeout                        2",
+        "replayed, per topic",
+        "  orders -> orders               5",
+        "malformed records (first 1, failed[partition]@offset)",
+        "  [0]@4: not JSON: oops",
+        "took 20.0 s (Spark start-up 7.0 s)",
+    ]
+
+
+def test_dry_run_says_would_replay_and_lists_planned_records() -> None:
+    summary = ReplaySummary("failed", "g", dry_run=True, read=1, replayed=1,
+                            by_reason={"x" * 80: 1}, by_topic={("a", "b"): 1},
+                            planned_samples=[Planned("a", 0, 3, "b", 2, "x" * 80)])
+    text = format_summary(summary)
+    assert "(dry run: nothing written)" in text
+    assert "  would replay  " in text
+    assert "  a[0]@3 -> b  attempts=2  reason=" + "x" * 39 + "…" in text
+    assert "x" * 59 + "…" in text  # long reasons are cut in the table
+    assert "Spark start-up" not in text
