@@ -51,8 +51,13 @@ class LocalCluster:
         finally:
             self._state = _State.STOPPED
             assert self._group is not None
-            result = await self._group.__aexit__(exc_type, exc, tb)
-        return result
+            if exc_type is None or issubclass(exc_type, asyncio.CancelledError):
+                await self._group.__aexit__(exc_type, exc, tb)
+            else:
+                # Every executor is stopped already: let the caller's own exception
+                # propagate as itself, not wrapped in an ExceptionGroup.
+                await self._group.__aexit__(None, None, None)
+        return None
 
     def _require_running(self) -> asyncio.TaskGroup:
         if self._state is _State.CREATED:
