@@ -1,0 +1,84 @@
+"""The replay job on the test broker and a local session: counts, writes, progress, filters."""
+
+from __future__ import annotations
+
+import asyncio
+
+from connectors.spark.replay import REPLAY_HEADERS, ReplayOptions, run_replay
+from connectors.spark.summary import Malformed
+from tests.connectors.spark.helpers import failed, produce, read_all, unique
+
+
+def _produce(bootstrap: str, topic: str, payloads: list[bytes], partition: int) -> None:
+    asyncio.run(produce(bootstrap, topic, payloads, partition))
+
+
+def _values(bootstrap: str, topic: str) -> list[bytes]:
+    return sorted(r.value for r in asyncio.run(read_all(bootstrap, topic)))
+
+
+def test_replays_once_dropping_duplicates_and_malformed(kafka_broker, spark) -> None:
+    bootstrap = kafka_broker.bootstrap
+    failed_topic, orders, group = unique("failed"), unique("orders"), unique("replay")
+    kafka_broker.create_topic_sync(failed_topic, partitions=2)
+    kafka_broker.create_topic_sync(orders)
+    _produce(bootstrap, failed_topic, [
+        *(failed(orders, i, reason="poison").to_json() for i in range(6)),
+        failed(orders, 2, reason="poison", attempts=5, failed_at=1_800_000_000_000).to_json(),
+        b"not json",
+    ], partition=0)
+    _produce(bootstrap, failed_topic, [
+        *(failed(orders, i, reason="timeout").to_json() for i in range(6, 9)),
+        failed(orders, 7, reason="timeout").to_json(),
+        b'{"topic": "x"}',
+    ], partition=1)
+    options = ReplayOptions(bootstrap, failed_topic, group_id=group, dry_run=True)
+
+    dry = run_replay(options, spark)
+    assert (dry.read, dry.malformed, dry.duplicates, dry.filtered, dry.replayed) == (
+        13, 2, 2, 0, 9)
+    assert dry.by_reason == {"poison": 6, "timeout": 3}
+    assert dry.by_topic == {(orders, orders): 9}
+    not_json, not_record = dry.malformed_samples
+    assert (not_json.partition, not_json.offset) == (0, 7)
+    assert not_json.error.startswith("not JSON: ")
+    assert not_record == Malformed(1, 4, "missing field(s) ['partition', 'offset', 'value', "
+                                         "'attempts', 'reason']")
+    assert [(p.offset, p.attempts) for p in dry.planned_samples] == [
+        (0, 4), (1, 4), (2, 5), (3, 4), (4, 4), (5, 4), (6, 4), (7, 4), (8, 4)]
+    assert _values(bootstrap, orders) == []  # a dry run writes nothing...
+
+    done = run_replay(ReplayOptions(bootstrap, failed_topic, group_id=group), spark)
+    assert (done.read, done.malformed, done.duplicates, done.replayed) == (13, 2, 2, 9)
+    records = asyncio.run(read_all(bootstrap, orders))
+    assert sorted(r.value for r in records) == [b"v%d" % i for i in range(9)]
+    by_value = {r.value: r for r in records}
+    assert by_value[b"v2"].key == b"k2"
+    assert list(by_value[b"v2"].headers) == list(zip(
+        REPLAY_HEADERS, [orders.encode(), b"0", b"2", b"5"], strict=True))
+
+    again = run_replay(ReplayOptions(bootstrap, failed_topic, group_id=group), spark)
+    assert (again.read, again.replayed, again.spark_startup_s) == (0, 0, None)
+    _produce(bootstrap, failed_topic, [failed(orders, 9).to_json()], partition=1)
+    later = run_replay(ReplayOptions(bootstrap, failed_topic, group_id=group), spark)
+    assert (later.read, later.replayed) == (1, 1)
+    assert _values(bootstrap, orders) == [b"v%d" % i for i in range(10)]
+
+
+def test_filters_and_target_topic(kafka_broker, spark) -> None:
+    bootstrap = kafka_broker.bootstrap
+    failed_topic, target = unique("failed"), unique("target")
+    kafka_broker.create_topic_sync(failed_topic)
+    kafka_broker.create_topic_sync(target)
+    _produce(bootstrap, failed_topic, [
+        failed("orders", 1, reason="ValueError: poison", failed_at=1_000).to_json(),
+        failed("orders", 2, reason="ValueError: poison", failed_at=5_000).to_json(),
+        failed("payments", 3, reason="timeout", failed_at=5_000).to_json(),
+        failed("payments", 4, reason="KeyError: 'id'", failed_at=6_000).to_json(),
+    ], partition=0)
+    summary = run_replay(ReplayOptions(
+        bootstrap, failed_topic, target_topic=target, group_id=unique("replay"),
+        reasons=("poison", "KeyError"), since_ms=5_000), spark)
+    assert (summary.read, summary.filtered, summary.replayed) == (4, 2, 2)
+    assert summary.by_topic == {("orders", target): 1, ("payments", target): 1}
+    assert _values(bootstrap, target) == [b"v2", b"v4"]
