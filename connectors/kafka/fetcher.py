@@ -1,0 +1,225 @@
+"""The Kafka spout's I/O side: one consumer, one fetch loop, a bounded buffer, commits.
+
+The fetch loop is the only code that waits on the broker for records; ``next_tuple`` takes
+from ``buffer`` and never awaits. Bounds:
+
+- ``buffer`` holds at most ``max_buffer`` records plus one fetch (``fetch_max_records``);
+- a partition with ``max_uncommitted`` records fetched but not yet committable is paused
+  (only that one) until acks move its commit point; it may overshoot by one fetch, as
+  storm-kafka-client's ``maxUncommittedOffsets`` may by ``maxPollRecords - 1``.
+
+Rebalance (storm-kafka-client semantics): on revoke, commit what is done, then forget the
+partitions' records, buffered tuples and retries (late acks for them are ignored); on
+assign, resume at the committed offset. Nothing here relies on ``end_offsets``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import KafkaError
+
+from connectors.kafka.codec import DecodeError
+from connectors.kafka.offsets import PartitionOffsets
+
+__all__ = ["Fetcher", "Partition", "Pending"]
+
+log = logging.getLogger("connectors.kafka")
+
+MsgId = tuple[str, int, int]
+
+
+class Pending:
+    """One fetched record not yet done: its tuple values and how often it failed."""
+
+    __slots__ = ("failures", "msg_id", "record", "values")
+
+    def __init__(self, msg_id: MsgId, values: list[Any] | None, record: Any) -> None:
+        self.msg_id = msg_id
+        self.values = values  # None: undecodable, never emitted
+        self.record = record
+        self.failures = 0
+
+
+class Partition:
+    """An assigned partition: its offsets and its records in flight.
+
+    A revoked ``Partition`` object is never reused; a re-assignment makes a new one, so
+    stale buffer entries and retries are recognised by identity.
+    """
+
+    __slots__ = ("offsets", "records", "revoked", "tp")
+
+    def __init__(self, tp: TopicPartition, offsets: PartitionOffsets | None) -> None:
+        self.tp = tp
+        self.offsets = offsets  # None until the start offset is known
+        self.records: dict[int, Pending] = {}
+        self.revoked = False
+
+    def holds(self, pending: Pending) -> bool:
+        """Whether ``pending`` is still this partition's live record for its offset."""
+        return not self.revoked and self.records.get(pending.msg_id[2]) is pending
+
+
+class Fetcher:
+    """Fetches into ``buffer``, tracks offsets per partition, commits them."""
+
+    def __init__(self, consumer: AIOKafkaConsumer, decode: Callable[[Any], list[Any]],
+                 on_undecodable: Callable[[Partition, Pending, str], None],
+                 before_revoke: Callable[[list[Partition]], Awaitable[None]], *,
+                 max_uncommitted: int, max_buffer: int, commit_interval: float,
+                 fetch_max_records: int = 500) -> None:
+        self.consumer = consumer
+        self._decode = decode
+        self._on_undecodable = on_undecodable
+        self._before_revoke = before_revoke
+        self.max_uncommitted = max_uncommitted
+        self.max_buffer = max_buffer
+        self._commit_interval = commit_interval
+        self._fetch_max_records = fetch_max_records
+        self.parts: dict[TopicPartition, Partition] = {}
+        self.buffer: deque[tuple[Partition, Pending]] = deque()
+        self.space = asyncio.Event()
+        self.listener = _Listener(self)
+
+    def lookup(self, msg_id: MsgId) -> tuple[Partition, Pending] | None:
+        """The live partition and record for ``msg_id``, or None (revoked or done)."""
+        part = self.parts.get(msg_id[:2])  # type: ignore[call-overload]
+        if part is None:
+            return None
+        pending = part.records.get(msg_id[2])
+        return None if pending is None else (part, pending)
+
+    def done(self, part: Partition, pending: Pending) -> None:
+        """``pending`` was acked or finally failed: its offset may be committed."""
+        if part.holds(pending):
+            del part.records[pending.msg_id[2]]
+            assert part.offsets is not None
+            part.offsets.done(pending.msg_id[2])
+
+    async def run(self, on_error: Callable[[BaseException], None]) -> None:
+        """Fetch and periodically commit until cancelled; broker errors are reported, not fatal."""
+        next_commit = time.monotonic() + self._commit_interval
+        while True:
+            try:
+                await self._step()
+                if time.monotonic() >= next_commit:
+                    next_commit = time.monotonic() + self._commit_interval
+                    await self.commit()
+            except KafkaError as exc:
+                on_error(exc)
+                await asyncio.sleep(1.0)
+
+    async def _step(self) -> None:
+        if len(self.buffer) >= self.max_buffer:
+            self.space.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.space.wait(), 0.5)
+            return
+        self._apply_caps()
+        batches = await self.consumer.getmany(timeout_ms=200,
+                                              max_records=self._fetch_max_records)
+        for tp, records in batches.items():
+            part = self.parts.get(tp)
+            if part is None or not records:
+                continue  # fetched before a revoke
+            if part.offsets is None:
+                part.offsets = PartitionOffsets(records[0].offset)
+            for record in records:
+                if part.offsets.track(record.offset):
+                    self._admit(part, record)
+            position = await self.consumer.position(tp)
+            if self.parts.get(tp) is part:  # a rebalance may have run during the await
+                part.offsets.fetched_upto(position)
+
+    def _admit(self, part: Partition, record: Any) -> None:
+        msg_id = (record.topic, record.partition, record.offset)
+        try:
+            values: list[Any] | None = self._decode(record)
+        except DecodeError as exc:
+            pending = Pending(msg_id, None, record)
+            part.records[record.offset] = pending
+            self._on_undecodable(part, pending, str(exc))
+            return
+        pending = Pending(msg_id, values, record)
+        part.records[record.offset] = pending
+        self.buffer.append((part, pending))
+
+    def _apply_caps(self) -> None:
+        cap = self.max_uncommitted
+        over = {tp for tp, part in self.parts.items()
+                if part.offsets is not None and part.offsets.uncommitted >= cap}
+        paused = self.consumer.paused()
+        assigned = self.consumer.assignment()
+        if to_pause := (over - paused) & assigned:
+            self.consumer.pause(*to_pause)
+        if to_resume := paused - over:
+            self.consumer.resume(*to_resume)
+
+    async def commit(self, parts: Iterable[Partition] | None = None) -> None:
+        """Commit each partition's first not-done offset (Kafka's "last processed + 1")."""
+        chosen = list(self.parts.values() if parts is None else parts)
+        offsets = {p.tp: p.offsets.committable for p in chosen
+                   if p.offsets is not None and p.offsets.needs_commit()}
+        if not offsets:
+            return
+        try:
+            await self.consumer.commit(offsets)
+        except KafkaError as exc:
+            log.warning("commit of %s failed: %s: %s", offsets, type(exc).__name__, exc)
+            return
+        for p in chosen:
+            if p.tp in offsets:
+                assert p.offsets is not None
+                p.offsets.mark_committed(offsets[p.tp])
+
+    async def revoke(self, tps: Iterable[TopicPartition]) -> None:
+        """Commit what is done on ``tps``, then forget their records, buffer and retries."""
+        parts = [self.parts[tp] for tp in tps if tp in self.parts]
+        if not parts:
+            return
+        await self._before_revoke(parts)
+        await self.commit(parts)
+        for part in parts:
+            part.revoked = True
+            part.records.clear()
+            del self.parts[part.tp]
+        self.buffer = deque(e for e in self.buffer if not e[0].revoked)
+        log.info("partitions revoked: %s", sorted(p.tp for p in parts))
+
+    async def assign(self, tps: Iterable[TopicPartition]) -> None:
+        """Start tracking ``tps`` at their committed offsets (or the first record fetched)."""
+        for tp in tps:
+            if tp in self.parts:
+                continue  # kept through the rebalance: its state is still right
+            try:
+                committed = await self.consumer.committed(tp)
+            except KafkaError as exc:
+                log.warning("committed offset of %s unavailable (%s); starting from the "
+                            "consumer's position", tp, exc)
+                committed = None
+            offsets = None if committed is None else PartitionOffsets(committed)
+            self.parts[tp] = Partition(tp, offsets)
+            if committed is not None:
+                self.consumer.seek(tp, committed)
+        log.info("partitions assigned: %s", sorted(tps))
+
+
+class _Listener(ConsumerRebalanceListener):
+    """aiokafka calls these inside the group rebalance, before and after reassignment."""
+
+    def __init__(self, fetcher: Fetcher) -> None:
+        self._fetcher = fetcher
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self._fetcher.revoke(revoked)
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        await self._fetcher.assign(assigned)

@@ -1,0 +1,120 @@
+"""Kafka test kit: produce, read a topic to its fetch high watermark, read group offsets.
+
+Everything talks to the real test broker. Bounds come from the fetch response's high
+watermark, never ``end_offsets`` (wrong on Tansu 0.6.0, architecture.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+FAST_GROUP = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 250,
+              "auto_offset_reset": "earliest"}
+"""Consumer options for quick group joins on Tansu (architecture.md)."""
+
+_ids = itertools.count()
+
+
+def unique(prefix: str) -> str:
+    """A topic or group name no other test in this session uses."""
+    return f"{prefix}-{time.monotonic_ns()}-{next(_ids)}"
+
+
+async def produce(bootstrap: str, topic: str,
+                  records: Iterable[tuple[bytes | None, bytes | None]],
+                  partition: int | None = None) -> None:
+    """Write ``(key, value)`` records and wait until the broker confirmed every one."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    await producer.start()
+    try:
+        futures = [await producer.send(topic, value, key=key, partition=partition)
+                   for key, value in records]
+        await asyncio.gather(*futures)
+    finally:
+        await producer.stop()
+
+
+async def partitions(bootstrap: str, topic: str) -> list[TopicPartition]:
+    """The topic's partitions, from fresh metadata."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    await consumer.start()
+    try:
+        await consumer.topics()
+        return [TopicPartition(topic, p)
+                for p in sorted(consumer.partitions_for_topic(topic) or ())]
+    finally:
+        await consumer.stop()
+
+
+async def read_all(bootstrap: str, topic: str, timeout: float = 20.0) -> list[Any]:
+    """Every record of ``topic`` from the beginning to each partition's high watermark."""
+    tps = await partitions(bootstrap, topic)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        records: list[Any] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            batches = await consumer.getmany(timeout_ms=200)
+            for batch in batches.values():
+                records.extend(batch)
+            ends = {tp: consumer.highwater(tp) for tp in tps}
+            positions = {tp: await consumer.position(tp) for tp in tps}
+            if all(hw is not None and positions[tp] >= hw for tp, hw in ends.items()):
+                return records
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"reading {topic!r}: high watermarks {ends} not reached")
+    finally:
+        await consumer.stop()
+
+
+async def high_watermarks(bootstrap: str, topic: str) -> dict[int, int]:
+    """Each partition's fetch high watermark (its true end), by reading it."""
+    tps = await partitions(bootstrap, topic)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        deadline = time.monotonic() + 10
+        while any(consumer.highwater(tp) is None for tp in tps):
+            await consumer.getmany(timeout_ms=100, max_records=1)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no fetch response for every partition of {topic!r}")
+        return {tp.partition: consumer.highwater(tp) for tp in tps}
+    finally:
+        await consumer.stop()
+
+
+async def committed(bootstrap: str, group: str, topic: str) -> dict[int, int | None]:
+    """The group's committed offset per partition of ``topic`` (None: never committed).
+
+    Asked through a consumer of the group that never joins it (OffsetFetch only), so
+    the group's members are not disturbed.
+    """
+    tps = await partitions(bootstrap, topic)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                                enable_auto_commit=False)
+    await consumer.start()
+    try:
+        return {tp.partition: await consumer.committed(tp) for tp in tps}
+    finally:
+        await consumer.stop()
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float,
+                     what: str, every: float = 0.25) -> None:
+    """Poll ``check`` until true; raise ``AssertionError`` naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(every)
