@@ -1,0 +1,114 @@
+"""Replay throughput: N failed records through replay_failed's job, Spark start-up apart.
+
+    python scripts/bench_replay.py [--records 100000] [--partitions 2] [--master local[*]]
+                                   [--bootstrap-servers HOST:PORT]
+
+Without ``--bootstrap-servers`` it starts the Tansu test broker. It fills a fresh failed
+topic with N distinct failed records (1 KiB values), runs the job once (a real run, not a
+dry run), checks the target topic received exactly N records, and prints records/s over
+the job's time after the SparkSession was up, with the start-up time separately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+# The imports below need the path set above.
+from aiokafka import AIOKafkaProducer  # noqa: E402
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
+
+from connectors.kafka.failed import FailedRecord  # noqa: E402
+from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
+from connectors.spark.offsets import plan_ranges  # noqa: E402
+from connectors.spark.replay import ReplayOptions, run_replay  # noqa: E402
+
+_VALUE = os.urandom(512).hex().encode()  # 1 KiB
+
+
+async def _create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(n, partitions, replication_factor=1) for n in names])
+    finally:
+        await admin.close()
+
+
+async def _fill(bootstrap: str, failed_topic: str, source: str, records: int) -> float:
+    """Write ``records`` failed records; returns the seconds it took."""
+    started = time.monotonic()
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5,
+                                max_batch_size=256 * 1024)
+    await producer.start()
+    try:
+        pending = []
+        for i in range(records):
+            record = FailedRecord(source, i % 8, i, b"key-%d" % i, _VALUE, 4,
+                                  "ValueError: poison" if i % 3 else "timeout",
+                                  1_800_000_000_000, "bench", "bolt")
+            pending.append(await producer.send(failed_topic, record.to_json()))
+            if len(pending) >= 10_000:
+                await asyncio.gather(*pending)
+                pending.clear()
+        await asyncio.gather(*pending)
+    finally:
+        await producer.stop()
+    return time.monotonic() - started
+
+
+async def _count(bootstrap: str, topic: str) -> int:
+    return sum(r.size for r in await plan_ranges(bootstrap, topic))
+
+
+def _bench(bootstrap: str, args: argparse.Namespace) -> None:
+    run = uuid.uuid4().hex[:8]
+    failed_topic, source = f"bench-failed-{run}", f"bench-orders-{run}"
+    asyncio.run(_create_topics(bootstrap, [failed_topic, source], args.partitions))
+    fill_s = asyncio.run(_fill(bootstrap, failed_topic, source, args.records))
+    print(f"filled {failed_topic}: {args.records:,} failed records in {fill_s:.1f} s")
+    summary = run_replay(ReplayOptions(bootstrap, failed_topic, group_id=f"bench-{run}",
+                                       master=args.master,
+                                       max_offsets_per_task=args.max_offsets_per_task))
+    written = asyncio.run(_count(bootstrap, source))
+    if summary.replayed != args.records or written != args.records:
+        raise SystemExit(f"expected {args.records:,} replayed records, the job reported "
+                         f"{summary.replayed:,} and {source} holds {written:,}")
+    startup = summary.spark_startup_s or 0.0
+    job = summary.elapsed_s - startup
+    print(f"master             {args.master}")
+    print(f"records replayed   {summary.replayed:,} (target topic holds {written:,})")
+    print(f"Spark start-up     {startup:.1f} s")
+    print(f"replay job         {job:.1f} s (read, parse, de-duplicate, write, commit)")
+    print(f"throughput         {summary.replayed / job:,.0f} records/s "
+          f"({summary.replayed / summary.elapsed_s:,.0f} records/s including start-up)")
+
+
+def main() -> None:
+    """Parse the command line, run the benchmark once, print its figures."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--records", type=int, default=100_000)
+    p.add_argument("--partitions", type=int, default=2, help="of the failed and target topics")
+    p.add_argument("--master", default="local[*]")
+    p.add_argument("--max-offsets-per-task", type=int, default=25_000)
+    p.add_argument("--bootstrap-servers", help="an existing broker (default: start Tansu)")
+    args = p.parse_args()
+    with contextlib.ExitStack() as stack:
+        bootstrap = args.bootstrap_servers
+        if bootstrap is None:
+            bootstrap = stack.enter_context(TestingBroker()).bootstrap
+        _bench(bootstrap, args)
+
+
+if __name__ == "__main__":
+    main()
