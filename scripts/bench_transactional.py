@@ -50,6 +50,7 @@ class _Signalling(UpdateGlobalCount):
 
 async def run_once(tuples: int, batch_size: int, max_pending: int,
                    partitions: int) -> dict[str, Any]:
+    """One run to the exact count; returns its figures."""
     per_partition = tuples // partitions
     data = {p: [[f"w{i % 1000}"] for i in range(per_partition)] for p in range(partitions)}
     tuples = per_partition * partitions
@@ -74,6 +75,7 @@ async def run_once(tuples: int, batch_size: int, max_pending: int,
 
 
 def main() -> None:
+    """Run every (batch size, max pending) pair and print one line each."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tuples", type=int, default=200_000)
     parser.add_argument("--batch-sizes", default="100,1000")

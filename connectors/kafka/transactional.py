@@ -64,6 +64,7 @@ class _Options:
         self.consumer_options = consumer_options
 
     def consumer(self) -> AIOKafkaConsumer:
+        """A new consumer without auto-commit; ``consumer_options`` override defaults."""
         options = {"enable_auto_commit": False, "auto_offset_reset": "earliest",
                    **self.consumer_options}
         return AIOKafkaConsumer(bootstrap_servers=self.bootstrap_servers, **options)

@@ -114,6 +114,7 @@ class CoordinatedBolt(Bolt):
 
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
                       collector: OutputCollector) -> None:
+        """Learn the upstream and downstream task ids; prepare a ``BasicBolt`` once."""
         self._conf = conf
         self._context = context
         self._out = collector
@@ -142,6 +143,9 @@ class CoordinatedBolt(Bolt):
         self._finish_async = is_async_method(cls, "finish_batch")
 
     async def execute(self, tup: Tuple) -> None:
+        """Count, run or hold ``tup``; finish the batch when it is complete."""
+        if tup.is_tick():
+            return
         batch = self._batch_for(tup.values[0])
         if batch is None or batch.failed:
             self._out.fail(tup)
@@ -166,6 +170,7 @@ class CoordinatedBolt(Bolt):
             await self._finish(batch)
 
     async def cleanup(self) -> None:
+        """Fail what is still held (the trees are dropped anyway) and clean up."""
         for batch in self._batches.values():
             self._fail(batch)
         self._batches.clear()
@@ -248,7 +253,7 @@ class CoordinatedBolt(Bolt):
             self._fail(old)
         self._newest[txid] = aid
         if len(self._newest) > _KEEP_ATTEMPTS:
-            del self._newest[min(self._newest)]
+            del self._newest[next(iter(self._newest))]  # the oldest txid seen, in practice
         now = time.monotonic()
         self._expire(now)
         batch = self._batches[txid] = _Batch(attempt, now)

@@ -36,15 +36,11 @@ _MISSING = object()
 
 
 class CoordinatorSpout(Spout):
-    """The single task that drives a transactional topology (see the module docstring).
-
-    ``committed`` (shared by copies) lists the txids whose commit completed, in order.
-    """
+    """The single task that drives a transactional topology (see the module docstring)."""
 
     def __init__(self, spout: TransactionalSpout, transactional_id: str) -> None:
         self.spout = spout
         self.transactional_id = transactional_id
-        self.committed: list[int] = []
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(["tx", "meta", "committed"], stream=BATCH_STREAM)
@@ -52,6 +48,8 @@ class CoordinatorSpout(Spout):
 
     async def open(self, conf: dict[str, Any], context: TopologyContext,
                    collector: SpoutOutputCollector) -> None:
+        """Load the next txid from the state; at most ``max.spout.pending`` (default 1)
+        transactions live at once. Raises ``ConfigError`` without ackers."""
         if conf.get(TOPOLOGY_ACKER_EXECUTORS, 1) == 0:
             raise ConfigError(f"transactional topology {self.transactional_id!r}: "
                               f"{TOPOLOGY_ACKER_EXECUTORS} must be >= 1, got 0; batches are "
@@ -67,20 +65,23 @@ class CoordinatorSpout(Spout):
         self.ledger = TransactionLedger(self._state.next_txid(), max_active, AttemptIds().next)
 
     async def next_tuple(self) -> None:
+        """Emit a due commit and start what the window allows."""
         await self._sync()
 
     async def ack(self, msg_id: tuple[str, TransactionAttempt]) -> None:
+        """A batch tree (now PROCESSED) or a commit tree (now committed and persisted)."""
         attempt = msg_id[1]
         if self.ledger.ack(attempt) is AckOutcome.COMMITTED:
             self._state.commit(attempt.transaction_id)
-            self.committed.append(attempt.transaction_id)
         await self._sync()
 
     async def fail(self, msg_id: tuple[str, TransactionAttempt]) -> None:
+        """Drop the attempt and every later live transaction; restart them in order."""
         self.ledger.fail(msg_id[1])
         await self._sync()
 
     async def close(self) -> None:
+        """Close the spout's coordinator half and the state."""
         try:
             await self._close()
         finally:

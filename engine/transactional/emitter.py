@@ -43,6 +43,7 @@ class EmitterBolt(Bolt):
 
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
                       collector: OutputCollector) -> None:
+        """Create this task's emitter half of the spout."""
         self._out = collector
         emitter = self.spout.get_emitter({**conf, TRANSACTIONAL_ID: self.transactional_id},
                                          context)
@@ -53,6 +54,9 @@ class EmitterBolt(Bolt):
         self._committed = 0
 
     async def execute(self, tup: Tuple) -> None:
+        """Emit this task's share of the batch ``tup`` announces, report, ack."""
+        if tup.is_tick():
+            return
         attempt, metadata, committed = tup.values
         out = self._out
         try:
@@ -74,4 +78,5 @@ class EmitterBolt(Bolt):
         out.ack(tup)
 
     async def cleanup(self) -> None:
+        """Close the emitter half."""
         await self._close()

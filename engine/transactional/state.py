@@ -62,7 +62,9 @@ def state_dir(conf: Mapping[str, Any]) -> Path:
 def connect(path: Path) -> sqlite3.Connection:
     """An autocommit connection to ``path`` in WAL mode, creating the directory if needed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+    # check_same_thread off: SqliteMap.shared hands one connection to whichever loop asks;
+    # the engine uses a connection from one event loop at a time.
+    conn = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     return conn

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
+from engine import LocalCluster, TopologyError
 from tests.transactional.helpers import (
     Faults,
     FlakyBatchCount,
@@ -49,3 +51,28 @@ async def test_exact_with_failures_in_processing_and_commit(tmp_path: Path,
     assert_commits_in_order(log)
     # a commit that failed after writing is replayed and skipped, never applied twice
     assert any(not applied for _, applied in log)
+
+
+async def test_exact_under_uvloop(tmp_path: Path) -> None:
+    import uvloop
+
+    conf = conf_for(tmp_path, 2)
+    log: list[tuple[int, bool]] = []
+    commit = Faults({"commit-after": 0.2}, seed=5)
+
+    async def main() -> None:
+        topo = build(conf, partitions(3, 120), 10, committer=RecordingCommitter(commit, log))
+        await run_until(conf, topo, lambda: read_count(conf) >= TOTAL)
+
+    # a fresh uvloop loop in a worker thread: the test's own loop is asyncio's
+    await asyncio.to_thread(uvloop.run, main())
+    assert read_count(conf) == TOTAL
+    assert_commits_in_order(log)
+
+
+async def test_needs_ackers(tmp_path: Path) -> None:
+    conf = conf_for(tmp_path)
+    conf.set_num_ackers(0)
+    async with LocalCluster() as cluster:
+        with pytest.raises(TopologyError, match=r"topology.acker.executors must be >= 1"):
+            await cluster.submit_topology("tx", conf, build(conf))
