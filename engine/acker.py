@@ -20,8 +20,8 @@ from engine.timer_wheel import TimerWheel
 
 __all__ = ["ACK", "FAIL", "INIT", "RESET", "AckLedger"]
 
-# Message kinds into the acker: (INIT, root, val, spout_task), (ACK, root, val),
-# (FAIL, root), (RESET, root). Outcomes out of it: (ACK | FAIL, spout_task, root).
+# Messages into the acker: (INIT, root, val, spout_task), (FAIL, root), (RESET, root), and
+# acks as {root: XOR of ack vals}. Outcomes out of it: (ACK | FAIL, spout_task, root).
 INIT, ACK, FAIL, RESET = 0, 1, 2, 3
 
 _VAL_SHIFT = 13
@@ -56,36 +56,39 @@ class AckLedger:
 
     def init(self, root: int, val: int, spout_task: int, now: float) -> tuple[int, int] | None:
         """The spout emitted ``root`` with edges XOR-ing to ``val``; maybe the tree is decided."""
-        out = self.apply([(INIT, root, val, spout_task)], now)
-        return (out[0][0], out[0][1]) if out else None
+        return self._one(self.apply([(INIT, root, val, spout_task)], {}, now))
 
     def ack(self, root: int, val: int, now: float) -> tuple[int, int] | None:
         """A tuple of the tree was acked; ``val`` is its edge id XOR its children's."""
-        out = self.apply([(ACK, root, val)], now)
-        return (out[0][0], out[0][1]) if out else None
+        return self._one(self.apply([], {root: val}, now))
 
     def fail(self, root: int, now: float) -> tuple[int, int] | None:
         """A tuple of the tree failed: the tree fails as soon as its spout task is known."""
-        out = self.apply([(FAIL, root)], now)
-        return (out[0][0], out[0][1]) if out else None
+        return self._one(self.apply([(FAIL, root)], {}, now))
 
     def reset(self, root: int, now: float) -> None:
         """Restart the tree's timeout at ``now``."""
-        self.apply([(RESET, root)], now)
+        self.apply([(RESET, root)], {}, now)
 
-    def apply(self, ops: Iterable[tuple], now: float) -> list[tuple[int, int, int]]:
-        """Apply a batch of messages; return ``(ACK|FAIL, spout_task, root)`` per decided tree."""
+    @staticmethod
+    def _one(out: list[tuple[int, int, int]]) -> tuple[int, int] | None:
+        return (out[0][0], out[0][1]) if out else None
+
+    def apply(self, ops: Iterable[tuple], acks: dict[int, int],
+              now: float) -> list[tuple[int, int, int]]:
+        """Apply INIT/FAIL/RESET ``ops`` in order, then ``acks`` (root -> XOR of ack vals).
+
+        Returns ``(ACK|FAIL, spout_task, root)`` for each tree decided.
+        """
         pending, out = self._pending, []
         for op in ops:
             kind, root = op[0], op[1]
             packed = pending.get(root)
             if packed is None:
-                # First sight of this root, possibly before its INIT (the ack raced it).
+                # First sight of this root, possibly before its INIT (an ack raced it).
                 self._wheel.add(root, now)
                 packed = 0
-            if kind == ACK:
-                packed ^= op[2] << _VAL_SHIFT
-            elif kind == INIT:
+            if kind == INIT:
                 packed ^= (op[2] << _VAL_SHIFT) | op[3]
             elif kind == FAIL:
                 packed |= _FAILED
@@ -93,20 +96,40 @@ class AckLedger:
                 pending[root] = packed
                 self._resets[root] = now
                 continue
-            task = packed & _TASK_MASK
-            if task and (packed >> _VAL_SHIFT == 0 or packed & _FAILED):
-                pending.pop(root, None)
+            self._decide(root, packed, out)
+        for root, val in acks.items():
+            packed = pending.get(root)
+            if packed is None:
+                self._wheel.add(root, now)
+                pending[root] = val << _VAL_SHIFT  # acked before its INIT: keep the XOR
+                continue
+            packed ^= val << _VAL_SHIFT
+            if packed >> _VAL_SHIFT == 0 and packed & _TASK_MASK:
+                del pending[root]
                 if self._resets:
                     self._resets.pop(root, None)
-                if packed & _FAILED:
-                    self.failed += 1
-                    out.append((FAIL, task, root))
-                else:
-                    self.acked += 1
-                    out.append((ACK, task, root))
+                self.acked += 1
+                out.append((ACK, packed & _TASK_MASK, root))
+            elif packed & _FAILED and packed & _TASK_MASK:
+                self._decide(root, packed, out)
             else:
                 pending[root] = packed
         return out
+
+    def _decide(self, root: int, packed: int, out: list[tuple[int, int, int]]) -> None:
+        task = packed & _TASK_MASK
+        if task and (packed >> _VAL_SHIFT == 0 or packed & _FAILED):
+            self._pending.pop(root, None)
+            if self._resets:
+                self._resets.pop(root, None)
+            if packed & _FAILED:
+                self.failed += 1
+                out.append((FAIL, task, root))
+            else:
+                self.acked += 1
+                out.append((ACK, task, root))
+        else:
+            self._pending[root] = packed
 
     def expire(self, now: float) -> list[tuple[int, int, int]]:
         """Fail every tree whose timeout passed; ``(FAIL, spout_task, root)`` for each.

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from random import getrandbits
 from typing import Any
 
-from engine.acker import ACK, FAIL, INIT, RESET
+from engine.acker import FAIL, INIT, RESET
 from engine.grouping import Grouper
 from engine.queues import BatchQueue
 from engine.stats import TaskStats
@@ -39,6 +39,7 @@ class Outbox:
     """An executor's outgoing buffers: tuples per destination executor, messages per acker."""
 
     __slots__ = (
+        "acker_acks",
         "acker_bufs",
         "acker_queues",
         "bufs",
@@ -54,7 +55,10 @@ class Outbox:
         self.task_executor = task_executor
         self.bufs: dict[int, list[Tuple]] = {}
         self.acker_queues = acker_queues
+        # Per acker: INIT/FAIL/RESET messages in order, and ACKs coalesced per root by XOR
+        # (associative and commutative, so one message per root per batch says the same).
         self.acker_bufs: list[list[tuple]] = [[] for _ in acker_queues]
+        self.acker_acks: list[dict[int, int]] = [{} for _ in acker_queues]
         # True while the executor runs user code it will flush after; calls made at other
         # times (from the user's own tasks or callbacks) schedule a flush instead.
         self.busy = False
@@ -78,10 +82,12 @@ class Outbox:
 
     def flush_acker_messages(self) -> None:
         """Hand every pending acker message to its acker (never blocks)."""
+        acks = self.acker_acks
         for i, buf in enumerate(self.acker_bufs):
-            if buf:
-                self.acker_queues[i].put_nowait(buf)
+            if buf or acks[i]:
+                self.acker_queues[i].put_nowait((buf, acks[i]))
                 self.acker_bufs[i] = []
+                acks[i] = {}
 
     async def flush(self) -> None:
         """Send every buffered batch, waiting where a destination queue is full."""
@@ -295,14 +301,15 @@ class OutputCollector(_Collector):
         self._stats.acked += 1
         roots = tup.roots
         if roots:
-            av, n, bufs = tup.ack_val, self._num_ackers, self._outbox.acker_bufs
+            av, n, per_acker = tup.ack_val, self._num_ackers, self._outbox.acker_acks
             if n == 1:
-                buf = bufs[0]
+                acks = per_acker[0]
                 for r, e in roots.items():
-                    buf.append((ACK, r, e ^ av))
+                    acks[r] = acks.get(r, 0) ^ e ^ av
             else:
                 for r, e in roots.items():
-                    bufs[r % n].append((ACK, r, e ^ av))
+                    acks = per_acker[r % n]
+                    acks[r] = acks.get(r, 0) ^ e ^ av
             if not self._outbox.busy:
                 self._outbox.schedule_flush()
 

@@ -250,9 +250,9 @@ class AckerExecutor:
         """Apply message batches until cancelled; decided trees go back to their spout tasks."""
         queue, ledger = self.queue, self.ledger
         while True:
-            batch = await queue.get()
-            self.stats.executed += len(batch)
-            decided = ledger.apply(batch, self._clock())
+            ops, acks = await queue.get()
+            self.stats.executed += len(ops) + len(acks)
+            decided = ledger.apply(ops, acks, self._clock())
             if decided:
                 self._send(decided)
 

@@ -29,7 +29,7 @@ class LatencyReservoir:
 
     __slots__ = ("_samples", "count")
 
-    def __init__(self, size: int = 20_000) -> None:
+    def __init__(self, size: int = 4096) -> None:
         self._samples: deque[float] = deque(maxlen=size)
         self.count = 0
 

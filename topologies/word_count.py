@@ -75,7 +75,7 @@ class WordCount(Bolt):
     def cleanup(self) -> None:
         self.totals.update(self.counts)
         self.open_tasks.remove(self.task_id)
-        if not self.open_tasks:
+        if not self.open_tasks and self.top:
             total = sum(self.totals.values())
             print(f"{total} words counted; top {self.top}:")
             for word, count in self.totals.most_common(self.top):

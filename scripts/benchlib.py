@@ -1,0 +1,247 @@
+"""Shared pieces of the benchmark scripts: data, the engine's word count, bytewax's.
+
+Every figure is measured in this process on this machine; nothing is remembered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from connectors.memory import ListSpout
+from engine import Config, LocalCluster, Spout, TopologyBuilder
+from engine.gc_tuning import freeze_startup_objects
+from engine.testing import wait_until
+from topologies.word_count import SplitSentence, WordCount
+
+WORDS_PER_SENTENCE = 10
+
+
+def make_sentences(n: int, vocabulary: int = 1000, seed: int = 42) -> list[str]:
+    """``n`` sentences of ten words drawn from ``vocabulary`` distinct words."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(vocabulary)]
+    return [" ".join(rng.choices(words, k=WORDS_PER_SENTENCE)) for _ in range(n)]
+
+
+def run_loop(coro: Any) -> Any:
+    """Run ``coro`` on uvloop (the engine's default loop)."""
+    import uvloop
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)
+
+
+def word_count_topology(spout: Spout, parallelism: int = 1) -> Any:
+    """sentences → split → count (fields grouping), ``parallelism`` executors per bolt."""
+    b = TopologyBuilder()
+    b.set_spout("sentences", spout)
+    b.set_bolt("split", SplitSentence(), parallelism).shuffle_grouping("sentences")
+    b.set_bolt("count", WordCount(top=0), parallelism).fields_grouping("split", ["word"])
+    return b.create_topology()
+
+
+async def _engine_word_count(sentences: list[str], ackers: int, parallelism: int) -> float:
+    spout = ListSpout([[s] for s in sentences], ["sentence"], repeat=1, per_call=10)
+    conf = Config({"topology.acker.executors": ackers, "topology.max.spout.pending": 5000})
+    async with LocalCluster() as cluster:
+        start = time.perf_counter()
+        await cluster.submit_topology("wc", conf, word_count_topology(spout, parallelism))
+        freeze_startup_objects()
+        words = len(sentences) * WORDS_PER_SENTENCE
+
+        def done() -> bool:  # cheap check first: stats() sorts latency samples
+            return (len(spout.acked) == len(sentences)
+                    and cluster.stats("wc")["components"]["count"]["executed"] == words)
+
+        await wait_until(done, timeout=600, interval=0.01)
+        elapsed = time.perf_counter() - start
+    return words / elapsed
+
+
+def engine_words_per_sec(sentences: list[str], ackers: int, parallelism: int = 1,
+                         runs: int = 3) -> float:
+    """Best of ``runs`` word counts: words/s through split and count, every sentence acked."""
+    return max(run_loop(_engine_word_count(sentences, ackers, parallelism))
+               for _ in range(runs))
+
+
+class RateSpout(Spout):
+    """Emits ``rate`` sentences per second, tracked, for ``duration`` seconds."""
+
+    def __init__(self, sentences: list[str], rate: float, duration: float) -> None:
+        self.sentences = sentences
+        self.rate = rate
+        self.duration = duration
+        self.acked: list[Any] = []
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["sentence"])
+
+    def open(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.start = time.perf_counter()
+        self.sent = 0
+
+    def exhausted(self) -> bool:
+        return time.perf_counter() - self.start >= self.duration
+
+    def next_tuple(self) -> None:
+        if self.exhausted():
+            return
+        due = int((time.perf_counter() - self.start) * self.rate) - self.sent
+        for _ in range(min(due, 50)):
+            self.collector.emit([self.sentences[self.sent % len(self.sentences)]],
+                                msg_id=self.sent)
+            self.sent += 1
+
+    def ack(self, msg_id: Any) -> None:
+        self.acked.append(msg_id)
+
+
+async def _latency(sentences: list[str], rate: float, duration: float) -> dict[str, Any]:
+    spout = RateSpout(sentences, rate, duration)
+    conf = Config({"topology.acker.executors": 1, "topology.stats.sample.rate": 1.0})
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("lat", conf, word_count_topology(spout))
+        freeze_startup_objects()
+        await wait_until(lambda: cluster.finished("lat"), timeout=duration + 30)
+        stats = cluster.stats("lat")
+    lat = stats["complete_latency_ms"]
+    return {"offered_sentences_per_sec": rate, "acked": len(spout.acked),
+            "p50_ms": lat["p50"], "p99_ms": lat["p99"], "samples": lat["samples"]}
+
+
+def complete_latency(sentences: list[str], rate: float, duration: float = 5.0) -> dict[str, Any]:
+    """Complete latency (spout emit → spout ack) at a fixed offered load of ``rate``/s."""
+    return run_loop(_latency(sentences, rate, duration))
+
+
+def bytewax_words_per_sec(sentences: list[str], batch_size: int = 1, runs: int = 3) -> float:
+    """Best of ``runs`` bytewax 0.21 word counts (flat_map → stateful_map) on ``sentences``."""
+    import bytewax.operators as op
+    from bytewax.dataflow import Dataflow
+    from bytewax.outputs import DynamicSink, StatelessSinkPartition
+    from bytewax.testing import TestingSource, run_main
+
+    class _Drop(StatelessSinkPartition):
+        def write_batch(self, items: list[Any]) -> None:
+            pass
+
+    class DropSink(DynamicSink):
+        def build(self, step_id: str, worker_index: int, worker_count: int) -> _Drop:
+            return _Drop()
+
+    def count(state: int | None, _word: str) -> tuple[int, int]:
+        state = (state or 0) + 1
+        return state, state
+
+    best = 0.0
+    for _ in range(runs):
+        flow = Dataflow("word_count")
+        lines = op.input("in", flow, TestingSource(sentences, batch_size=batch_size))
+        words = op.flat_map("split", lines, str.split)
+        keyed = op.key_on("key", words, lambda w: w)
+        counts = op.stateful_map("count", keyed, count)
+        op.output("out", counts, DropSink())
+        start = time.perf_counter()
+        run_main(flow)
+        best = max(best, len(sentences) * WORDS_PER_SENTENCE / (time.perf_counter() - start))
+    return best
+
+
+def acker_bytes_per_tree(pending: int = 1_000_000) -> float:
+    """tracemalloc bytes held by one acker ledger per pending tree, at ``pending`` trees."""
+    import tracemalloc
+
+    from engine.acker import AckLedger
+
+    rng = random.Random(3)
+    roots = [rng.getrandbits(64) for _ in range(pending)]
+    vals = [rng.getrandbits(64) | 1 for _ in range(pending)]
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    ledger = AckLedger(30, now=0.0)
+    for root, val in zip(roots, vals, strict=True):
+        ledger.init(root, val, 1, 0.0)
+    used = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    assert len(ledger) == pending
+    return used / pending
+
+
+def wheel_expiry_cpu(trees: int = 1_000_000, timeout: float = 30.0) -> dict[str, float]:
+    """CPU seconds for an acker ledger to schedule and then expire ``trees`` trees."""
+    from engine.acker import INIT, AckLedger
+
+    rng = random.Random(5)
+    ops = [(INIT, rng.getrandbits(64), rng.getrandbits(64) | 1, 1) for _ in range(trees)]
+    ledger = AckLedger(timeout, now=0.0)
+    start = time.process_time()
+    for i in range(0, trees, 1000):  # arrivals spread over 10 s, in batches as executors send
+        ledger.apply(ops[i:i + 1000], {}, now=i / trees * 10)
+    scheduled = time.process_time() - start
+    start = time.process_time()
+    expired, t = 0, 0.0
+    while expired < trees:
+        t += ledger.tick
+        expired += len(ledger.expire(t))
+    return {"schedule_cpu_secs": scheduled, "expire_cpu_secs": time.process_time() - start}
+
+
+class TimedSpout(Spout):
+    """Emits ``n`` tracked tuples as fast as it can; records emit and fail times."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.emitted_at: dict[int, float] = {}
+        self.failed_at: dict[int, float] = {}
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["i"])
+
+    def open(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        now = time.monotonic()
+        for _ in range(min(100, self.n - self.i)):
+            self.emitted_at[self.i] = now
+            self.collector.emit([self.i], msg_id=self.i)
+            self.i += 1
+
+    def fail(self, msg_id: int) -> None:
+        self.failed_at[msg_id] = time.monotonic()
+
+
+async def _timeouts(trees: int, timeout: float) -> dict[str, Any]:
+    from engine import Bolt
+
+    class Drop(Bolt):
+        def execute(self, tup: Any) -> None:
+            pass  # never acked: every tree times out
+
+    spout = TimedSpout(trees)
+    b = TopologyBuilder()
+    b.set_spout("s", spout)
+    b.set_bolt("drop", Drop()).shuffle_grouping("s")
+    conf = Config({"topology.message.timeout.secs": timeout})
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("timeouts", conf, b.create_topology())
+        await wait_until(lambda: len(spout.failed_at) == trees, timeout=timeout + 300,
+                         interval=0.05)
+    late = [spout.failed_at[i] - spout.emitted_at[i] - timeout for i in range(trees)]
+    return {"trees": trees, "timeout_secs": timeout, "min_late_secs": min(late),
+            "max_late_secs": max(late)}
+
+
+def timeout_lateness(trees: int, timeout: float = 2.0) -> dict[str, Any]:
+    """Through the engine: each tree's fail time minus emit time minus the timeout."""
+    return run_loop(_timeouts(trees, timeout))
