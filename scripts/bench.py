@@ -56,6 +56,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     r["bytewax_words_per_sec"] = bytewax_words_per_sec(sentences, 1, runs=args.runs)
     r["bytewax_batched_words_per_sec"] = bytewax_words_per_sec(sentences, 100, runs=args.runs)
     r["engine_vs_bytewax"] = r["engine_acked_words_per_sec"] / r["bytewax_words_per_sec"]
+    r["engine_vs_bytewax_batched"] = (r["engine_acked_words_per_sec"]
+                                      / r["bytewax_batched_words_per_sec"])
     r["acked_cost"] = r["engine_unacked_words_per_sec"] / r["engine_acked_words_per_sec"]
     r["acker_bytes_per_tree"] = acker_bytes_per_tree(args.pending)
     r.update(wheel_expiry_cpu(args.pending))
@@ -78,7 +80,7 @@ def table(r: dict[str, Any]) -> str:
          ""),
         ("bytewax 0.21.1 word count", f"{r['bytewax_words_per_sec']:,.0f} words/s", ""),
         ("bytewax, input batches of 100", f"{r['bytewax_batched_words_per_sec']:,.0f} words/s",
-         f"(engine acked / this: x{r['engine_acked_words_per_sec'] / r['bytewax_batched_words_per_sec']:.2f})"),
+         f"(engine acked / this: x{r['engine_vs_bytewax_batched']:.2f})"),
         ("engine (acked) / bytewax", f"x{r['engine_vs_bytewax']:.2f}",
          _verdict("engine_vs_bytewax", r["engine_vs_bytewax"])),
         ("ackers off / ackers on", f"x{r['acked_cost']:.2f}",
