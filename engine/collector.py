@@ -107,6 +107,12 @@ class Route:
     groupers: list[Grouper] = field(default_factory=list)
     direct: bool = False
     direct_targets: frozenset[int] = frozenset()
+    # The one grouper of a stream with exactly one subscriber: the emit fast path.
+    single: Grouper | None = None
+
+    def freeze(self) -> None:
+        """Precompute the fast path once every grouper is added."""
+        self.single = self.groupers[0] if len(self.groupers) == 1 and not self.direct else None
 
 
 class _Collector:
@@ -241,7 +247,36 @@ class OutputCollector(_Collector):
 
     def emit(self, values: Sequence[Any], anchors: Tuple | Iterable[Tuple] | None = None,
              stream: str = "default") -> list[int]:
-        """Emit ``values`` anchored to ``anchors`` (a tuple, several, or None: unanchored)."""
+        """Emit ``values`` anchored to ``anchors`` (a tuple, several, or None: unanchored).
+
+        Returns the target task ids; the list is the engine's own, copy it to change it.
+        """
+        route = self._routes.get(stream)
+        grouper = None if route is None else route.single
+        if (grouper is not None and type(anchors) is Tuple and not self._debug
+                and len(values) == len(route.source.fields)):  # type: ignore[union-attr]
+            # The common case, inlined: one subscriber, one anchor, one target.
+            targets = grouper.choose(values)
+            if len(targets) == 1:
+                t = targets[0]
+                roots = anchors.roots
+                if roots:
+                    edge = getrandbits(64) or 1
+                    anchors.ack_val ^= edge
+                    tup = Tuple(values, route.source, t, dict.fromkeys(roots, edge))  # type: ignore[union-attr]
+                else:
+                    tup = Tuple(values, route.source, t, None)  # type: ignore[union-attr]
+                outbox = self._outbox
+                ex = outbox.task_executor[t]
+                buf = outbox.bufs.get(ex)
+                if buf is None:
+                    outbox.bufs[ex] = [tup]
+                else:
+                    buf.append(tup)
+                self._stats.emitted += 1
+                if not outbox.busy:
+                    outbox.schedule_flush()
+                return targets
         route, targets = self._targets(values, stream)
         self._send(values, anchors, route.source, targets)
         if not self._outbox.busy:

@@ -147,6 +147,7 @@ class RunningTopology:
                     custom.prepare(context, stream, list(targets))
                 indexes = [sd.fields.index(f) for f in sub.fields]
                 route.groupers.append(make_grouper(sub.kind, targets, indexes, custom, task_id))
+            route.freeze()
             routes[stream] = route
         return routes
 
