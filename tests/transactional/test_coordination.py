@@ -7,6 +7,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine import BasicBolt
 from engine.transactional import BatchBolt, MemoryTransactionalSpout, TransactionalTopologyBuilder
 from tests.transactional.helpers import conf_for, partitions, run_until
@@ -86,3 +88,36 @@ async def test_finish_batch_only_after_every_tuple_from_every_upstream_task(
         assert len(tasks[txid]) == 4
         assert per_tx[txid] == 2 * expected_batch(txid)
     assert all(c["failed"] == 0 for c in stats["components"].values())
+
+
+class Phases(BatchBolt):
+    """Records ``("start"|"finish", txid)`` per task; finishing is slowed down."""
+
+    def __init__(self, events: list[tuple[str, int]]) -> None:
+        self.events = events
+
+    def prepare(self, conf: Any, context: Any, collector: Any, attempt: Any) -> None:
+        self.txid = attempt.transaction_id
+        self.events.append(("start", self.txid))
+
+    async def finish_batch(self) -> None:
+        await asyncio.sleep(0.01)
+        self.events.append(("finish", self.txid))
+
+
+@pytest.mark.parametrize("max_pending", [1, 3])
+async def test_several_batches_process_at_once_up_to_max_pending(tmp_path: Path,
+                                                                  max_pending: int) -> None:
+    events: list[tuple[str, int]] = []
+    conf = conf_for(tmp_path, max_pending=max_pending)
+    spout = MemoryTransactionalSpout(DATA, ["word"], BATCH)
+    b = TransactionalTopologyBuilder("overlap", "spout", spout, 3)
+    b.set_bolt("phases", Phases(events)).global_grouping("spout")
+    batches = -(-PER_PARTITION // BATCH)
+    await run_until(conf, b.build_topology(),
+                    lambda: sum(e == "finish" for e, _ in events) >= batches)
+    live, peak = set(), 0
+    for kind, txid in events:
+        (live.add if kind == "start" else live.discard)(txid)
+        peak = max(peak, len(live))
+    assert peak == max_pending
