@@ -53,7 +53,8 @@ def build_session(master: str | None = None, app_name: str = "replay-failed",
 
 
 def prepare_session(spark: SparkSession) -> None:
-    """Register the Kafka data source and ship this project's code to the executors.
+    """Register the Kafka data source, ship this project's code to the executors, and make
+    ``spark`` the calling thread's active session.
 
     Code is shipped as a zip through ``addPyFile`` when it runs from a source tree rather
     than an installed distribution; idempotent per session.
@@ -66,6 +67,10 @@ def prepare_session(spark: SparkSession) -> None:
         spark.conf.set(marker, "true")
     # After addPyFile: registration captures the session's Python includes.
     spark.dataSource.register(KafkaDataSource)
+    # The JVM resolves a Python data source on write through the calling thread's active
+    # session, which a thread other than the session's creator does not have; PySpark has
+    # no public setter for it.
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
 
 
 def _zip_packages(root: Path) -> Path:
