@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["OpaqueTransactionalKafkaSpout", "TransactionalKafkaSpout"]
 
 _REPLAY_DEADLINE_SECS = 10.0
+_METADATA_REFRESH_SECS = 5.0
 
 
 class _Options:
@@ -70,33 +71,49 @@ class _Options:
         return AIOKafkaConsumer(bootstrap_servers=self.bootstrap_servers, **options)
 
 
-async def _partition_count(consumer: AIOKafkaConsumer, topic: str) -> int:
-    await consumer.topics()  # refreshes cluster metadata
-    partitions = consumer.partitions_for_topic(topic)
-    if not partitions:
-        raise FailedException(f"topic {topic!r} has no partitions (yet)")
-    return len(partitions)
+class _PartitionCount:
+    """The topic's partition count from cluster metadata, refreshed at most every few secs."""
+
+    def __init__(self, options: _Options) -> None:
+        self._options = options
+        self._consumer: AIOKafkaConsumer | None = None
+        self._count = 0
+        self._checked = 0.0
+
+    async def get(self) -> int:
+        """The number of partitions; ``FailedException`` while the topic has none."""
+        if self._count and time.monotonic() - self._checked < _METADATA_REFRESH_SECS:
+            return self._count
+        if self._consumer is None:
+            self._consumer = self._options.consumer()
+            await self._consumer.start()
+        await self._consumer.topics()  # refreshes cluster metadata
+        partitions = self._consumer.partitions_for_topic(self._options.topic)
+        if not partitions:
+            raise FailedException(f"topic {self._options.topic!r} has no partitions (yet)")
+        self._count, self._checked = len(partitions), time.monotonic()
+        return self._count
+
+    async def close(self) -> None:
+        """Stop the metadata consumer."""
+        if self._consumer is not None:
+            await self._consumer.stop()
 
 
 class _Coordinator:
     """Always ready; counts the topic's partitions from cluster metadata."""
 
     def __init__(self, options: _Options) -> None:
-        self._options = options
-        self._consumer: AIOKafkaConsumer | None = None
+        self._partitions = _PartitionCount(options)
 
     async def num_partitions(self) -> int:
-        if self._consumer is None:
-            self._consumer = self._options.consumer()
-            await self._consumer.start()
-        return await _partition_count(self._consumer, self._options.topic)
+        return await self._partitions.get()
 
     def is_ready(self) -> bool:
         return True
 
     async def close(self) -> None:
-        if self._consumer is not None:
-            await self._consumer.stop()
+        await self._partitions.close()
 
 
 class _Reader:
@@ -108,6 +125,7 @@ class _Reader:
         self._consumer: AIOKafkaConsumer | None = None
         self._assigned: set[int] = set()
         self._position: dict[int, int] = {}
+        self._partitions = _PartitionCount(options)
 
     async def _ready(self, partition: int) -> tuple[AIOKafkaConsumer, TopicPartition]:
         if self._consumer is None:
@@ -122,10 +140,7 @@ class _Reader:
         return self._consumer, tp
 
     async def num_partitions(self) -> int:
-        if self._consumer is None:
-            self._consumer = self._options.consumer()
-            await self._consumer.start()
-        return await _partition_count(self._consumer, self._options.topic)
+        return await self._partitions.get()
 
     async def first_offset(self, partition: int) -> int:
         consumer, tp = await self._ready(partition)
@@ -181,8 +196,11 @@ class _Reader:
             collector.emit([attempt, *values])
 
     async def close(self) -> None:
-        if self._consumer is not None:
-            await self._consumer.stop()
+        try:
+            await self._partitions.close()
+        finally:
+            if self._consumer is not None:
+                await self._consumer.stop()
 
 
 class _PartitionedEmitter(_Reader):
