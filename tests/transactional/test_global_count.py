@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engine import LocalCluster, TopologyError
+from engine.transactional import MemoryTransactionalSpout, TransactionalTopologyBuilder
 from tests.transactional.helpers import (
     Faults,
     FlakyBatchCount,
@@ -17,7 +19,7 @@ from tests.transactional.helpers import (
     partitions,
     run_until,
 )
-from topologies.transactional_global_count import build, read_count
+from topologies.transactional_global_count import BatchCount, build, read_count
 
 TOTAL = 3 * 120
 
@@ -76,3 +78,41 @@ async def test_needs_ackers(tmp_path: Path) -> None:
     async with LocalCluster() as cluster:
         with pytest.raises(TopologyError, match=r"topology.acker.executors must be >= 1"):
             await cluster.submit_topology("tx", conf, build(conf))
+
+
+class FlakyMemorySpout(MemoryTransactionalSpout):
+    """Its emitter fails batches at random after emitting part of them."""
+
+    def __init__(self, data: dict[int, list[list[Any]]], batch: int, faults: Faults) -> None:
+        super().__init__(data, ["word"], batch)
+        self.faults = faults
+
+    def get_emitter(self, conf: dict[str, Any], context: Any) -> Any:
+        inner, faults = super().get_emitter(conf, context), self.faults
+
+        class Emitter:
+            def emit_partition_batch_new(self, *args: Any) -> Any:
+                meta = inner.emit_partition_batch_new(*args)
+                faults.maybe("new")
+                return meta
+
+            def emit_partition_batch(self, *args: Any) -> None:
+                inner.emit_partition_batch(*args)
+                faults.maybe("again")
+
+        return Emitter()
+
+
+@pytest.mark.parametrize("max_pending", [1, 3])
+async def test_exact_when_the_spout_fails_mid_batch(tmp_path: Path, max_pending: int) -> None:
+    conf = conf_for(tmp_path, max_pending)
+    faults = Faults({"new": 0.1, "again": 0.3}, seed=max_pending)
+    log: list[tuple[int, bool]] = []
+    spout = FlakyMemorySpout(partitions(3, 120), 10, faults)
+    b = TransactionalTopologyBuilder("global-count", "spout", spout, 2)
+    b.set_bolt("partial-count", BatchCount(), 3).shuffle_grouping("spout")
+    b.set_bolt("sum", RecordingCommitter(Faults(), log)).global_grouping("partial-count")
+    await run_until(conf, b.build_topology(), lambda: read_count(conf) >= TOTAL)
+    assert read_count(conf) == TOTAL
+    assert faults.hits["new"] > 0 and faults.hits["again"] > 0
+    assert_commits_in_order(log)
