@@ -80,7 +80,8 @@ class AckLedger:
 
         Returns ``(ACK|FAIL, spout_task, root)`` for each tree decided.
         """
-        pending, out = self._pending, []
+        pending = self._pending
+        out: list[tuple[int, int, int]] = []
         for op in ops:
             kind, root = op[0], op[1]
             packed = pending.get(root)
@@ -137,7 +138,8 @@ class AckLedger:
         A tree whose spout task never became known (acks that outlived their tree) is
         dropped silently.
         """
-        pending, resets, out = self._pending, self._resets, []
+        pending, resets = self._pending, self._resets
+        out: list[tuple[int, int, int]] = []
         for root in self._wheel.advance(now):
             packed = pending.get(root)
             if packed is None:
