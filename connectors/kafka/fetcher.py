@@ -4,9 +4,10 @@ The fetch loop is the only code that waits on the broker for records; ``next_tup
 from ``buffer`` and never awaits. Bounds:
 
 - ``buffer`` holds at most ``max_buffer`` records plus one fetch (``fetch_max_records``);
-- a partition with ``max_uncommitted`` records fetched but not yet committable is paused
-  (only that one) until acks move its commit point; it may overshoot by one fetch, as
-  storm-kafka-client's ``maxUncommittedOffsets`` may by ``maxPollRecords - 1``.
+- a partition holds at most ``max_uncommitted`` records fetched but not yet committable;
+  at the cap it is paused (only that one) until acks move its commit point, and records
+  fetched past the cap are dropped and read again later (storm-kafka-client's
+  ``maxUncommittedOffsets`` may overshoot by ``maxPollRecords - 1``; this does not).
 
 Rebalance (storm-kafka-client semantics): on revoke, commit what is done, then forget the
 partitions' records, buffered tuples and retries (late acks for them are ignored); on
@@ -55,13 +56,14 @@ class Partition:
     stale buffer entries and retries are recognised by identity.
     """
 
-    __slots__ = ("offsets", "records", "revoked", "tp")
+    __slots__ = ("offsets", "paused", "records", "revoked", "tp")
 
     def __init__(self, tp: TopicPartition, offsets: PartitionOffsets | None) -> None:
         self.tp = tp
         self.offsets = offsets  # None until the start offset is known
         self.records: dict[int, Pending] = {}
         self.revoked = False
+        self.paused = False
 
     def holds(self, pending: Pending) -> bool:
         """Whether ``pending`` is still this partition's live record for its offset."""
@@ -86,7 +88,7 @@ class Fetcher:
         self._fetch_max_records = fetch_max_records
         self.parts: dict[TopicPartition, Partition] = {}
         self.buffer: deque[tuple[Partition, Pending]] = deque()
-        self.space = asyncio.Event()
+        self.wake = asyncio.Event()  # set when a paused partition or a full buffer frees up
         self.listener = _Listener(self)
 
     def lookup(self, msg_id: MsgId) -> tuple[Partition, Pending] | None:
@@ -101,8 +103,11 @@ class Fetcher:
         """``pending`` was acked or finally failed: its offset may be committed."""
         if part.holds(pending):
             del part.records[pending.msg_id[2]]
-            assert part.offsets is not None
-            part.offsets.done(pending.msg_id[2])
+            offsets = part.offsets
+            assert offsets is not None
+            offsets.done(pending.msg_id[2])
+            if part.paused and offsets.uncommitted < self.max_uncommitted:
+                self.wake.set()
 
     async def run(self, on_error: Callable[[BaseException], None]) -> None:
         """Fetch and periodically commit until cancelled; broker errors are reported, not fatal."""
@@ -118,13 +123,17 @@ class Fetcher:
                 await asyncio.sleep(1.0)
 
     async def _step(self) -> None:
-        if len(self.buffer) >= self.max_buffer:
-            self.space.clear()
+        fetchable, paused = self._apply_pauses()
+        if not fetchable:
+            self.wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.space.wait(), 0.5)
-            return
-        self._apply_caps()
-        batches = await self.consumer.getmany(timeout_ms=200,
+                await asyncio.wait_for(self.wake.wait(), 0.2)
+            fetchable, paused = self._apply_pauses()
+        # getmany is called even with every partition paused: a consumer that stops calling
+        # it is taken for dead after max_poll_interval_ms and leaves the group. With some
+        # partitions paused, short waits let them resume soon after acks free them.
+        timeout_ms = 0 if not fetchable else 20 if paused else 200
+        batches = await self.consumer.getmany(timeout_ms=timeout_ms,
                                               max_records=self._fetch_max_records)
         for tp, records in batches.items():
             part = self.parts.get(tp)
@@ -132,7 +141,12 @@ class Fetcher:
                 continue  # fetched before a revoke
             if part.offsets is None:
                 part.offsets = PartitionOffsets(records[0].offset)
+            cap = self.max_uncommitted
             for record in records:
+                if part.offsets.uncommitted >= cap:
+                    # At the cap: read the rest again once acks let this partition resume.
+                    self.consumer.seek(tp, record.offset)
+                    break
                 if part.offsets.track(record.offset):
                     self._admit(part, record)
             position = await self.consumer.position(tp)
@@ -152,16 +166,24 @@ class Fetcher:
         part.records[record.offset] = pending
         self.buffer.append((part, pending))
 
-    def _apply_caps(self) -> None:
-        cap = self.max_uncommitted
-        over = {tp for tp, part in self.parts.items()
-                if part.offsets is not None and part.offsets.uncommitted >= cap}
-        paused = self.consumer.paused()
+    def _apply_pauses(self) -> tuple[int, int]:
+        """Pause partitions at the cap (all of them while the buffer is full), resume the
+        rest; returns how many assigned partitions may fetch and how many are paused."""
         assigned = self.consumer.assignment()
-        if to_pause := (over - paused) & assigned:
+        if len(self.buffer) >= self.max_buffer:
+            want = set(assigned)
+        else:
+            cap = self.max_uncommitted
+            want = {tp for tp, part in self.parts.items()
+                    if part.offsets is not None and part.offsets.uncommitted >= cap} & assigned
+        for tp, part in self.parts.items():
+            part.paused = tp in want
+        paused = self.consumer.paused()
+        if to_pause := want - paused:
             self.consumer.pause(*to_pause)
-        if to_resume := paused - over:
+        if to_resume := paused - want:
             self.consumer.resume(*to_resume)
+        return len(assigned) - len(want), len(want)
 
     async def commit(self, parts: Iterable[Partition] | None = None) -> None:
         """Commit each partition's first not-done offset (Kafka's "last processed + 1")."""

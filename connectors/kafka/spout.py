@@ -103,7 +103,7 @@ class KafkaSpout(Spout):
                  value_format: str = "str", max_retries: int = 3,
                  retry_backoff_secs: tuple[float, float] = (0.5, 30.0),
                  failed_topic: str | None = None, max_uncommitted_offsets: int = 10_000,
-                 commit_interval_secs: float = 5.0, buffer_size: int = 2_000,
+                 commit_interval_secs: float = 5.0, buffer_size: int = 10_000,
                  **consumer_options: Any) -> None:
         self.topics = [topics] if isinstance(topics, str) else list(topics)
         if not self.topics or not all(isinstance(t, str) and t for t in self.topics):
@@ -186,8 +186,8 @@ class KafkaSpout(Spout):
             if part.holds(pending):
                 emit(pending.values, pending.msg_id)
                 n -= 1
-        if len(buffer) <= fetcher.max_buffer // 2 and not fetcher.space.is_set():
-            fetcher.space.set()
+        if len(buffer) <= fetcher.max_buffer // 2 and not fetcher.wake.is_set():
+            fetcher.wake.set()
 
     def ack(self, msg_id: MsgId) -> None:
         """The record's tree completed: its offset is done."""

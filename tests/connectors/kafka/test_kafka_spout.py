@@ -1,0 +1,166 @@
+"""KafkaSpout and KafkaBolt behaviours on the test broker: the per-partition cap, retries
+that succeed, and a produce that fails."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import orjson
+
+from connectors.kafka import KafkaBolt, KafkaSpout
+from engine import BasicBolt, Bolt, Config, FailedException, LocalCluster, TopologyBuilder
+from tests.connectors.kafka.helpers import (
+    FAST_GROUP,
+    committed,
+    eventually,
+    high_watermarks,
+    produce,
+    read_all,
+    unique,
+)
+
+N = 120
+
+
+class Gate(Bolt):
+    """Acks tuples from partitions not in ``hold``; keeps the others until released."""
+
+    def __init__(self, hold: set[int]) -> None:
+        self.hold = hold
+        self.seen: list[tuple[int, bytes]] = []
+        self.held: list[tuple[Any, Any]] = []
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def execute(self, tup: Any) -> None:
+        self.seen.append((tup["partition"], tup["value"]))
+        if tup["partition"] in self.hold:
+            self.held.append((self.collector, tup))
+        else:
+            self.collector.ack(tup)
+
+    def release(self) -> None:
+        self.hold.clear()
+        held, self.held = self.held, []
+        for collector, tup in held:
+            collector.ack(tup)
+
+
+async def test_cap_pauses_only_the_partition_at_it(kafka_broker) -> None:
+    # A resumed partition waits for the consumer's in-flight long poll (fetch_max_wait_ms)
+    # before it is fetched again, hence the short wait here.
+    bootstrap = kafka_broker.bootstrap
+    topic, group = unique("capped"), unique("g")
+    await kafka_broker.create_topic(topic, 2)
+    for partition in (0, 1):
+        await produce(bootstrap, topic, [(None, b"p%d-%d" % (partition, i)) for i in range(N)],
+                      partition=partition)
+    gate = Gate(hold={0})
+    builder = TopologyBuilder()
+    builder.set_spout("kafka", KafkaSpout(topic, bootstrap, group, fields=("partition", "value"),
+                                          value_format="bytes", max_uncommitted_offsets=20,
+                                          commit_interval_secs=0.2, fetch_max_wait_ms=50,
+                                          **FAST_GROUP))
+    builder.set_bolt("gate", gate).shuffle_grouping("kafka")
+    conf = Config()
+    conf.set_message_timeout_secs(60)
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("capped", conf, builder.create_topology())
+
+        async def partition_one_done() -> bool:
+            return sum(1 for p, _ in gate.seen if p == 1) == N
+
+        await eventually(partition_one_done, 20, "partition 1 flowing past the cap")
+        from_zero = [v for p, v in gate.seen if p == 0]
+        assert from_zero == [b"p0-%d" % i for i in range(20)]  # exactly the cap, in order
+        gate.release()
+
+        async def all_done() -> bool:
+            return await committed(bootstrap, group, topic) == {0: N, 1: N}
+
+        await eventually(all_done, 20, "partition 0 resumed and committed")
+        await cluster.kill_topology("capped", wait_secs=5)
+    assert Counter(v for _, v in gate.seen) == Counter(
+        b"p%d-%d" % (p, i) for p in (0, 1) for i in range(N))
+
+
+class Flaky(BasicBolt):
+    """Fails each value its first ``failures`` times, then passes it on."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.attempts: Counter[str] = Counter()
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["value"])
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        value = tup["value"]
+        self.attempts[value] += 1
+        if self.attempts[value] <= self.failures:
+            raise FailedException(f"attempt {self.attempts[value]} of {value}")
+        collector.emit([value])
+
+
+async def test_transient_failures_are_retried_with_backoff_and_pass(kafka_broker) -> None:
+    bootstrap = kafka_broker.bootstrap
+    source, sink, failed, group = unique("in"), unique("out"), unique("failed"), unique("g")
+    for topic in (source, sink, failed):
+        await kafka_broker.create_topic(topic, 1)
+    values = [f"v{i}" for i in range(30)]
+    await produce(bootstrap, source, [(None, v.encode()) for v in values])
+    flaky = Flaky(failures=2)
+    spout = KafkaSpout(source, bootstrap, group, fields=("value",), max_retries=2,
+                       retry_backoff_secs=(0.05, 0.1), failed_topic=failed,
+                       commit_interval_secs=0.2, **FAST_GROUP)
+    builder = TopologyBuilder()
+    builder.set_spout("kafka", spout)
+    builder.set_bolt("flaky", flaky).shuffle_grouping("kafka")
+    builder.set_bolt("out", KafkaBolt(sink, bootstrap)).shuffle_grouping("flaky")
+    ends = await high_watermarks(bootstrap, source)
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("flaky", Config(), builder.create_topology())
+
+        async def done() -> bool:
+            return await committed(bootstrap, group, source) == ends
+
+        await eventually(done, 20, "every record committed")
+        await cluster.kill_topology("flaky", wait_secs=5)
+    assert flaky.attempts == Counter(dict.fromkeys(values, 3))
+    assert spout.metrics.retried == 60
+    assert sorted(r.value.decode() for r in await read_all(bootstrap, sink)) == sorted(values)
+    assert await read_all(bootstrap, failed) == []
+
+
+async def test_failed_produce_fails_the_tuple_until_the_failed_topic(kafka_broker) -> None:
+    bootstrap = kafka_broker.bootstrap
+    source, sink, failed, group = unique("in"), unique("out"), unique("failed"), unique("g")
+    for topic in (source, sink, failed):
+        await kafka_broker.create_topic(topic, 1)
+    big = b"x" * 5000
+    records = [(None, b"small-1"), (b"big", big), (None, b"small-2")]
+    await produce(bootstrap, source, records)
+    builder = TopologyBuilder()
+    builder.set_spout("kafka", KafkaSpout(source, bootstrap, group, fields=("value",),
+                                          value_format="bytes", max_retries=1,
+                                          retry_backoff_secs=(0.05, 0.1), failed_topic=failed,
+                                          commit_interval_secs=0.2, **FAST_GROUP))
+    # Records above max_request_size are refused by the producer: the produce fails.
+    builder.set_bolt("out", KafkaBolt(sink, bootstrap, value_format="bytes",
+                                      max_request_size=2000)).shuffle_grouping("kafka")
+    ends = await high_watermarks(bootstrap, source)
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("produce-fails", Config(), builder.create_topology())
+
+        async def done() -> bool:
+            return await committed(bootstrap, group, source) == ends
+
+        await eventually(done, 20, "every record committed")
+        stats = cluster.stats("produce-fails")["components"]
+        await cluster.kill_topology("produce-fails", wait_secs=5)
+    assert stats["out"]["errors"] >= 2 and stats["kafka"]["failed"] == 2
+    assert sorted(r.value for r in await read_all(bootstrap, sink)) == [b"small-1", b"small-2"]
+    [written] = [orjson.loads(r.value) for r in await read_all(bootstrap, failed)]
+    assert (written["offset"], written["attempts"], written["key"]) == (1, 2, "Ymln")
