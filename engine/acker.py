@@ -82,12 +82,13 @@ class AckLedger:
         """
         pending = self._pending
         out: list[tuple[int, int, int]] = []
+        timers = self._wheel.bucket(now)
         for op in ops:
             kind, root = op[0], op[1]
             packed = pending.get(root)
             if packed is None:
                 # First sight of this root, possibly before its INIT (an ack raced it).
-                self._wheel.add(root, now)
+                timers.append(root)
                 packed = 0
             if kind == INIT:
                 packed ^= (op[2] << _VAL_SHIFT) | op[3]
@@ -101,7 +102,7 @@ class AckLedger:
         for root, val in acks.items():
             packed = pending.get(root)
             if packed is None:
-                self._wheel.add(root, now)
+                timers.append(root)
                 pending[root] = val << _VAL_SHIFT  # acked before its INIT: keep the XOR
                 continue
             packed ^= val << _VAL_SHIFT

@@ -161,10 +161,17 @@ class SpoutExecutor:
                     self._latency.add(self._clock() - t0)
             if kind == ACK:
                 task.stats.acked += 1
-                await self._user(task, task.ack, msg_id)
+                method, is_async = task.ack
             else:
                 task.stats.failed += 1
-                await self._user(task, task.fail, msg_id)
+                method, is_async = task.fail
+            try:
+                if is_async:
+                    await method(msg_id)
+                else:
+                    method(msg_id)
+            except Exception as exc:
+                task.collector.report_error(exc)
 
     @staticmethod
     async def _user(task: SpoutTask, method: tuple[Callable[..., Any], bool],
@@ -211,17 +218,24 @@ class BoltExecutor:
         execute, is_async = task.execute
         coll = task.collector
         task.stats.executed += len(batch)
-        for tup in batch:
-            try:
-                if is_async:
+        if is_async:
+            for tup in batch:
+                try:
                     await execute(tup)
-                else:
+                except FailedException:
+                    coll.fail(tup)
+                except Exception as exc:
+                    coll.fail(tup)
+                    coll.report_error(exc)
+        else:
+            for tup in batch:
+                try:
                     execute(tup)
-            except FailedException:
-                coll.fail(tup)
-            except Exception as exc:
-                coll.fail(tup)
-                coll.report_error(exc)
+                except FailedException:
+                    coll.fail(tup)
+                except Exception as exc:
+                    coll.fail(tup)
+                    coll.report_error(exc)
 
     async def tick(self, every: float) -> None:
         """Deliver a tick tuple to each task every ``every`` seconds, until cancelled."""

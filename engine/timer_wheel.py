@@ -53,6 +53,17 @@ class TimerWheel(Generic[K]):
         else:
             self._buckets[deadline % self._n].append(key)
 
+    def bucket(self, now: float) -> list[K]:
+        """The list ``add(key, now)`` appends to: for callers adding many keys at one ``now``.
+
+        Valid until the next ``add`` or ``advance`` with a later ``now``.
+        """
+        at = floor(now / self.tick)
+        if at > self._current:
+            self._roll(at)
+        deadline = at + self._span
+        return self._due if deadline <= self._current else self._buckets[deadline % self._n]
+
     def advance(self, now: float) -> list[K]:
         """Every key whose deadline tick is at or before ``now``'s, each once per ``add``."""
         self._roll(floor(now / self.tick))
