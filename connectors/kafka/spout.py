@@ -88,6 +88,12 @@ def consumer_config(consumer_options: Mapping[str, Any]) -> dict[str, Any]:
     return {**_CONSUMER_DEFAULTS, **consumer_options}
 
 
+def producer_config(consumer_options: Mapping[str, Any]) -> dict[str, Any]:
+    """Options of the failed-topic producer: the consumer's connection and security ones."""
+    shared = {k: v for k, v in consumer_options.items() if k in _SHARED_CLIENT_OPTIONS}
+    return {"acks": "all", **shared}
+
+
 class KafkaSpout(Spout):
     """Consumer-group subscription to ``topics``; emits ``fields`` of each record.
 
@@ -160,10 +166,8 @@ class KafkaSpout(Spout):
 
     async def _start_clients(self) -> None:
         if self.failed_topic is not None:
-            shared = {k: v for k, v in self.consumer_options.items()
-                      if k in _SHARED_CLIENT_OPTIONS}
             self._producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap_servers,
-                                              acks="all", **shared)
+                                              **producer_config(self.consumer_options))
             await self._producer.start()
             self._writer = FailedWriter(self._producer, self.failed_topic)
         await self._consumer.start()

@@ -1,0 +1,86 @@
+"""Record decoding and encoding, and the spout's and bolt's option handling (no broker)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import orjson
+import pytest
+
+from connectors.kafka import KafkaBolt, KafkaSpout
+from connectors.kafka.codec import DecodeError, Decoder, encode_key, encode_value
+from connectors.kafka.spout import consumer_config, producer_config
+
+
+def record(key: bytes | None, value: bytes | None) -> SimpleNamespace:
+    return SimpleNamespace(topic="t", partition=2, offset=7, key=key, value=value,
+                           timestamp=123, headers=[("h", b"1")])
+
+
+def test_decoder_formats_and_fields() -> None:
+    assert Decoder(("key", "value"), "str")(record(b"k", b"v")) == ["k", "v"]
+    assert Decoder(("value",), "json")(record(None, b'{"a": [1]}')) == [{"a": [1]}]
+    assert Decoder(("key", "value"), "bytes")(record(b"\xff", b"\x00")) == [b"\xff", b"\x00"]
+    every = Decoder(("topic", "partition", "offset", "timestamp", "headers"), "str")
+    assert every(record(None, None)) == ["t", 2, 7, 123, [("h", b"1")]]
+    assert Decoder(("key", "value"), "json")(record(None, None)) == [None, None]
+
+
+@pytest.mark.parametrize(("fmt", "key", "value", "reason"), [
+    ("json", b"k", b"{oops", r"^value \(json\) is not valid JSON: "),
+    ("str", b"k", b"\xff", r"^value \(str\) is not valid UTF-8: "),
+    ("json", b"\xff", b"{}", r"^key is not valid UTF-8: "),
+])
+def test_decoder_reasons(fmt: str, key: bytes, value: bytes, reason: str) -> None:
+    with pytest.raises(DecodeError, match=reason):
+        Decoder(("key", "value"), fmt)(record(key, value))
+
+
+def test_decoder_rejects_unknown_fields_and_formats() -> None:
+    with pytest.raises(ValueError, match=r"^fields must be a non-empty list of \['topic', "):
+        Decoder(("key", "velue"), "str")
+    with pytest.raises(ValueError, match=r"^value_format must be one of \['str', 'json', "
+                                         r"'bytes'\], got 'avro'$"):
+        Decoder(("value",), "avro")
+
+
+def test_encoding() -> None:
+    assert encode_key(None) is None
+    assert encode_key("wörd") == "wörd".encode()
+    assert encode_key(42) == b"42"
+    assert encode_value({"n": 1}, "json") == orjson.dumps({"n": 1})
+    assert encode_value(7, "str") == b"7"
+    assert encode_value(b"raw", "str") == b"raw"
+    assert encode_value(None, "bytes") is None
+    with pytest.raises(TypeError, match=r"^value_format 'bytes' needs bytes, got str$"):
+        encode_value("text", "bytes")
+
+
+def test_consumer_options_override_defaults_and_reach_the_failed_producer() -> None:
+    options = consumer_config({"auto_offset_reset": "latest", "session_timeout_ms": 2000,
+                               "security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN",
+                               "sasl_plain_username": "u", "sasl_plain_password": "p"})
+    assert options["auto_offset_reset"] == "latest"
+    assert options["enable_auto_commit"] is False
+    assert producer_config(options) == {
+        "acks": "all", "security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN",
+        "sasl_plain_username": "u", "sasl_plain_password": "p"}
+
+
+@pytest.mark.parametrize("option", ["enable_auto_commit", "value_deserializer"])
+def test_options_that_break_the_guarantee_are_refused(option: str) -> None:
+    with pytest.raises(ValueError, match=rf"^KafkaSpout: consumer option '{option}' is not "):
+        KafkaSpout("t", "localhost:9092", "g", **{option: True})
+
+
+def test_spout_and_bolt_argument_errors() -> None:
+    with pytest.raises(ValueError, match=r"^KafkaSpout: topics must be a topic name or a "):
+        KafkaSpout([], "localhost:9092", "g")
+    with pytest.raises(ValueError, match=r"^retry_backoff_secs must be"):
+        KafkaSpout("t", "localhost:9092", "g", retry_backoff_secs=(5.0, 1.0))
+    with pytest.raises(ValueError, match=r"^value_format must be one of"):
+        KafkaBolt("t", "localhost:9092", value_format="xml")
+    spout = KafkaSpout(["a", "b"], "localhost:9092", "g", fields=("value",),
+                       session_timeout_ms=2000)
+    assert spout.topics == ["a", "b"]
+    assert spout.consumer_options["session_timeout_ms"] == 2000
