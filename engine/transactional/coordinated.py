@@ -77,11 +77,16 @@ class _Batch:
     failed: bool = False
 
 
+async def _nothing() -> None:
+    return None
+
+
 class _BasicBatchBolt(BatchBolt):
     """A ``BasicBolt`` in a transactional topology: per-tuple work, nothing at finish."""
 
     def __init__(self, inner: BasicBolt) -> None:
         self.inner = inner
+        self.execute_async = is_async_method(type(inner), "execute")
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: Any,
                 attempt: TransactionAttempt) -> None:
@@ -131,11 +136,9 @@ class CoordinatedBolt(Bolt):
         if isinstance(template, BasicBolt):
             await async_method(template, "prepare")(conf, context)
             self._cleanup = async_method(template, "cleanup")
-            wrapped = _BasicBatchBolt(template)
-            wrapped.execute_async = is_async_method(type(template), "execute")
-            template = wrapped
+            template = _BasicBatchBolt(template)
         else:
-            self._cleanup = async_method(None, "cleanup", optional=True)
+            self._cleanup = _nothing
         self._template = template
         cls = type(template)
         self._execute_async = is_async_method(cls, "execute")
