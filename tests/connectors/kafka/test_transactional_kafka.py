@@ -135,3 +135,60 @@ async def test_transactional_spout_replays_the_same_offsets(
     assert totals["plain"] == expected == totals["opaque"]
     txids = [txid for txid, _, _ in seen]
     assert txids == sorted(txids)
+
+
+class SlowTotal(BatchBolt, Committer):
+    """Adds each batch to a "value + txid" total; slow enough to be killed mid-run."""
+
+    def __init__(self, path: Path, commits: list[int]) -> None:
+        self.path, self.commits = path, commits
+
+    def prepare(self, conf: Any, context: Any, collector: Any, attempt: Any) -> None:
+        self.attempt, self.sum = attempt, 0
+        self.store = TransactionalMap(SqliteMap.shared(self.path, "totals"))
+
+    def execute(self, tup: Any) -> None:
+        self.sum += tup["sum"]
+
+    async def finish_batch(self) -> None:
+        await asyncio.sleep(0.01)
+        partial = self.sum
+        self.store.update(self.attempt.transaction_id, {"total": lambda v: v + partial})
+        self.commits.append(self.attempt.transaction_id)
+
+
+async def test_kafka_topology_killed_and_restarted_ends_exact(
+        kafka_broker: Any, tmp_path: Path) -> None:
+    topic = "tx-restart"
+    await kafka_broker.create_topic(topic, PARTITIONS)
+    values = list(range(1, 201))
+    await produce(kafka_broker.bootstrap, topic, values)
+    path, commits = tmp_path / "totals.sqlite3", []
+    conf = Config({TRANSACTIONAL_STATE_DIR: str(tmp_path)})
+    conf.set_message_timeout_secs(10)
+    conf.set_max_spout_pending(3)
+    store = TransactionalMap(SqliteMap.shared(path, "totals"))
+
+    def topology() -> Any:
+        spout = TransactionalKafkaSpout(topic, kafka_broker.bootstrap, max_batch_size=10,
+                                        poll_timeout_ms=50)
+        b = TransactionalTopologyBuilder("tx-restart", "spout", spout, 2)
+        b.set_bolt("partial", PartialSum(), 2).shuffle_grouping("spout")
+        b.set_bolt("total", SlowTotal(path, commits)).global_grouping("partial")
+        return b.build_topology()
+
+    for stop_after in (3, 6, None):
+        async with LocalCluster() as cluster:
+            await cluster.submit_topology(topic, conf, topology())
+            deadline = time.monotonic() + 30
+            while (len(commits) < stop_after if stop_after
+                   else store.get("total").value < sum(values)):
+                assert time.monotonic() < deadline, commits
+                await asyncio.sleep(0.005)
+            if stop_after is None:
+                await asyncio.sleep(0.3)
+            await cluster.kill_topology(topic)
+        if stop_after:
+            assert 0 < store.get("total").value < sum(values)
+    assert store.get("total").value == sum(values)
+    assert commits == sorted(commits) and commits.count(1) == 1  # resumed, not restarted
