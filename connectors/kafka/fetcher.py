@@ -102,15 +102,25 @@ class Fetcher:
     def done(self, part: Partition, pending: Pending) -> None:
         """``pending`` was acked or finally failed: its offset may be committed."""
         if part.holds(pending):
-            del part.records[pending.msg_id[2]]
-            offsets = part.offsets
-            assert offsets is not None
-            offsets.done(pending.msg_id[2])
-            if part.paused and offsets.uncommitted < self.max_uncommitted:
-                self.wake.set()
+            self._done(part, pending.msg_id[2])
+
+    def ack(self, msg_id: MsgId) -> None:
+        """The tuple of ``msg_id`` completed; ignored if its partition was revoked since."""
+        topic, partition, offset = msg_id
+        part = self.parts.get((topic, partition))  # type: ignore[call-overload]
+        if part is not None and offset in part.records:
+            self._done(part, offset)
+
+    def _done(self, part: Partition, offset: int) -> None:
+        del part.records[offset]
+        offsets = part.offsets
+        assert offsets is not None
+        offsets.done(offset)
+        if part.paused and offsets.uncommitted < self.max_uncommitted:
+            self.wake.set()
 
     async def run(self, on_error: Callable[[BaseException], None]) -> None:
-        """Fetch and periodically commit until cancelled; broker errors are reported, not fatal."""
+        """Fetch and periodically commit until cancelled; errors are reported, not fatal."""
         next_commit = time.monotonic() + self._commit_interval
         while True:
             try:
@@ -118,7 +128,9 @@ class Fetcher:
                 if time.monotonic() >= next_commit:
                     next_commit = time.monotonic() + self._commit_interval
                     await self.commit()
-            except KafkaError as exc:
+            except Exception as exc:
+                # Broker trouble (KafkaError) is usually transient; anything else is a bug
+                # worth seeing. Either way report it and keep the partitions' state.
                 on_error(exc)
                 await asyncio.sleep(1.0)
 

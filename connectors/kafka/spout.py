@@ -195,9 +195,7 @@ class KafkaSpout(Spout):
 
     def ack(self, msg_id: MsgId) -> None:
         """The record's tree completed: its offset is done."""
-        found = self._fetcher.lookup(msg_id)
-        if found is not None:
-            self._fetcher.done(*found)
+        self._fetcher.ack(msg_id)
 
     def fail(self, msg_id: MsgId) -> None:
         """Schedule a retry, or after ``max_retries`` write the record to ``failed_topic``."""
