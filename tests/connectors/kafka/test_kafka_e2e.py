@@ -43,14 +43,15 @@ class Upper(BasicBolt):
 
 def pipeline(bootstrap: str, source: str, sink: str, group: str, *, parallelism: int = 1,
              poison: frozenset[str] = frozenset(), delay: float = 0.0,
-             **spout_options: Any) -> Any:
+             **spout_options: Any) -> tuple[Any, KafkaSpout]:
     builder = TopologyBuilder()
     options = {**FAST_GROUP, "commit_interval_secs": 0.5, **spout_options}
-    builder.set_spout("kafka", KafkaSpout(source, bootstrap, group, **options), parallelism)
+    spout = KafkaSpout(source, bootstrap, group, **options)
+    builder.set_spout("kafka", spout, parallelism)
     builder.set_bolt("upper", Upper(poison, delay), 2).shuffle_grouping("kafka")
     builder.set_bolt("out", KafkaBolt(sink, bootstrap, key_field="key", value_field="value"),
                      2).shuffle_grouping("upper")
-    return builder.create_topology()
+    return builder.create_topology(), spout
 
 
 def conf(timeout: float = 10) -> Config:
@@ -79,7 +80,7 @@ async def test_every_record_out_and_offsets_committed_to_partition_ends(kafka_br
     await produce(bootstrap, source, [(f"k{i}".encode(), f"v{i}".encode()) for i in range(n)])
     async with LocalCluster() as cluster:
         await cluster.submit_topology("e2e", conf(), pipeline(bootstrap, source, sink, group,
-                                                              parallelism=2))
+                                                              parallelism=2)[0])
 
         async def all_out() -> bool:
             return cluster.stats("e2e")["components"]["kafka"]["acked"] >= n
@@ -103,8 +104,9 @@ async def test_permanently_failing_records_land_once_on_failed_topic(kafka_broke
     poison = frozenset({"v3", "v77", "v150"})
     records = [(f"k{i}".encode() if i % 2 else None, f"v{i}".encode()) for i in range(n)]
     await produce(bootstrap, source, records)
-    topology = pipeline(bootstrap, source, sink, group, poison=poison, failed_topic=failed,
-                        max_retries=2, retry_backoff_secs=(0.05, 0.2))
+    topology, spout = pipeline(bootstrap, source, sink, group, poison=poison,
+                               failed_topic=failed, max_retries=2,
+                               retry_backoff_secs=(0.05, 0.2))
     async with LocalCluster() as cluster:
         await cluster.submit_topology("e2e-failed", conf(), topology)
         await wait_committed_to_end(bootstrap, group, source)
@@ -125,6 +127,7 @@ async def test_permanently_failing_records_land_once_on_failed_topic(kafka_broke
         assert w["failed_at"] > 0
     out = {r.value for r in await read_all(bootstrap, sink)}
     assert out == {v.upper() for _, v in records if v.decode() not in poison}
+    assert (spout.metrics.failed_records, spout.metrics.retried) == (3, 6)
 
 
 async def test_malformed_json_goes_to_failed_topic_and_stream_goes_on(kafka_broker) -> None:
@@ -136,7 +139,7 @@ async def test_malformed_json_goes_to_failed_topic_and_stream_goes_on(kafka_brok
     bad = [(b"bad1", b"{not json"), (b"bad2", b"\xff\xfe")]
     await produce(bootstrap, source, good[:20] + bad[:1] + good[20:40] + bad[1:] + good[40:])
     spout_options = {"failed_topic": failed, "value_format": "json"}
-    topology = pipeline(bootstrap, source, sink, group, **spout_options)
+    topology, spout = pipeline(bootstrap, source, sink, group, **spout_options)
     async with LocalCluster() as cluster:
         await cluster.submit_topology("e2e-json", conf(), topology)
         await wait_committed_to_end(bootstrap, group, source)
@@ -146,6 +149,7 @@ async def test_malformed_json_goes_to_failed_topic_and_stream_goes_on(kafka_brok
                   for w in written) == sorted(bad)
     assert {w["offset"] for w in written} == {20, 41}
     assert all(w["attempts"] == 0 and "not valid JSON" in w["reason"] for w in written)
+    assert (spout.metrics.decode_failures, spout.metrics.failed_records) == (2, 2)
     out = sorted(r.value for r in await read_all(bootstrap, sink))
     assert out == sorted(f"V{i}".encode() for i in range(50))
 
@@ -157,7 +161,8 @@ async def test_killed_mid_stream_then_restarted_processes_everything(kafka_broke
     await kafka_broker.create_topic(sink, 2)
     n = 4000
     await produce(bootstrap, source, [(None, f"v{i}".encode()) for i in range(n)])
-    topology = pipeline(bootstrap, source, sink, group, delay=0.0005, commit_interval_secs=0.2)
+    topology, _ = pipeline(bootstrap, source, sink, group, delay=0.0005,
+                           commit_interval_secs=0.2)
     async with LocalCluster() as cluster:
         await cluster.submit_topology("first", conf(), topology)
 
@@ -168,7 +173,7 @@ async def test_killed_mid_stream_then_restarted_processes_everything(kafka_broke
         await cluster.kill_topology("first", wait_secs=0)
     part_way = await committed(bootstrap, group, source)
     assert sum(o or 0 for o in part_way.values()) < n, "killed too late to test a restart"
-    topology = pipeline(bootstrap, source, sink, group)
+    topology, _ = pipeline(bootstrap, source, sink, group)
     async with LocalCluster() as cluster:
         await cluster.submit_topology("second", conf(), topology)
         await wait_committed_to_end(bootstrap, group, source, timeout=30)

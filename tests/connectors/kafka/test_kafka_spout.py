@@ -164,3 +164,75 @@ async def test_failed_produce_fails_the_tuple_until_the_failed_topic(kafka_broke
     assert sorted(r.value for r in await read_all(bootstrap, sink)) == [b"small-1", b"small-2"]
     [written] = [orjson.loads(r.value) for r in await read_all(bootstrap, failed)]
     assert (written["offset"], written["attempts"], written["key"]) == (1, 2, "Ymln")
+
+
+class HoldFrom(Bolt):
+    """Acks tuples below ``offset``; keeps the others until ``release``; records all."""
+
+    def __init__(self, offset: int | None) -> None:
+        self.offset = offset
+        self.seen: list[tuple[int, int]] = []
+        self.held: list[tuple[Any, Any]] = []
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def execute(self, tup: Any) -> None:
+        self.seen.append((tup["partition"], tup["offset"]))
+        if self.offset is not None and tup["offset"] >= self.offset:
+            self.held.append((self.collector, tup))
+        else:
+            self.collector.ack(tup)
+
+    def release(self) -> None:
+        self.offset = None
+        held, self.held = self.held, []
+        for collector, tup in held:
+            collector.ack(tup)
+
+
+def holding_topology(topic: str, bootstrap: str, group: str, bolt: Bolt) -> Any:
+    builder = TopologyBuilder()
+    builder.set_spout("kafka", KafkaSpout(topic, bootstrap, group,
+                                          fields=("partition", "offset"),
+                                          commit_interval_secs=0.2, **FAST_GROUP))
+    builder.set_bolt("hold", bolt).shuffle_grouping("kafka")
+    return builder.create_topology()
+
+
+async def test_rebalance_commits_done_offsets_and_new_owner_resumes_there(kafka_broker) -> None:
+    bootstrap = kafka_broker.bootstrap
+    topic, group = unique("rebalanced"), unique("g")
+    await kafka_broker.create_topic(topic, 2)
+    for partition in (0, 1):
+        await produce(bootstrap, topic, [(None, b"x")] * 40, partition=partition)
+    first, second = HoldFrom(20), HoldFrom(None)
+    conf = Config()
+    conf.set_message_timeout_secs(60)
+    async with LocalCluster() as a, LocalCluster() as b:
+        await a.submit_topology("a", conf, holding_topology(topic, bootstrap, group, first))
+
+        async def first_half_committed() -> bool:
+            return await committed(bootstrap, group, topic) == {0: 20, 1: 20}
+
+        await eventually(first_half_committed, 20, "offsets 0-19 committed, 20-39 held")
+        assert len(first.seen) == 80
+        await b.submit_topology("b", conf, holding_topology(topic, bootstrap, group, second))
+
+        async def second_got_a_partition() -> bool:
+            return any(offset >= 20 for _, offset in second.seen)
+
+        await eventually(second_got_a_partition, 20, "the new member reading from offset 20")
+        # The old owner's late acks for the revoked partition must be ignored, harmlessly.
+        first.release()
+
+        async def all_committed() -> bool:
+            return await committed(bootstrap, group, topic) == {0: 40, 1: 40}
+
+        await eventually(all_committed, 20, "every offset committed after the rebalance")
+        errors = [a.stats("a")["components"]["kafka"]["errors"],
+                  b.stats("b")["components"]["kafka"]["errors"]]
+    assert errors == [0, 0]
+    # The new member started at the committed offset: nothing below 20 was re-read.
+    assert second.seen and min(offset for _, offset in second.seen) == 20
+    assert {(p, o) for p in (0, 1) for o in range(40)} <= set(first.seen) | set(second.seen)
