@@ -15,6 +15,10 @@ largest offset range one Spark task reads. Each input partition is one Kafka par
 offset range, read by an aiokafka consumer inside the Spark task. The result has the
 columns of ``RECORD_DDL``.
 
+``FailedRecordsDataSource`` (format ``stormloop_failed_records``) reads a failed topic the
+same way and parses each record in the same task (``parse.py``): the result has the columns
+of ``PARSED_DDL``, one row per record, malformed ones included with their ``error``.
+
 Write options: ``topic``, the default for rows without a ``topic`` column or value. Rows
 need ``value`` (binary) and may carry ``key``, ``topic``, ``partition``, ``headers``.
 Each Spark task produces its rows and returns only once the broker confirmed every one.
@@ -39,11 +43,16 @@ from pyspark.sql.types import StructType
 
 from connectors.spark.kafka_io import RECORD_DDL, read_range, write_batches
 from connectors.spark.offsets import OffsetRange, plan_ranges
+from connectors.spark.parse import PARSED_DDL, parse_batch
 
-__all__ = ["FORMAT", "KafkaDataSource", "ranges_option"]
+__all__ = ["FAILED_FORMAT", "FORMAT", "FailedRecordsDataSource", "KafkaDataSource",
+           "ranges_option"]
 
 FORMAT = "stormloop_kafka"
 """The name to pass to ``spark.read.format`` / ``df.write.format``."""
+
+FAILED_FORMAT = "stormloop_failed_records"
+"""The name of the failed-topic reader (read only)."""
 
 _DEFAULT_MAX_OFFSETS_PER_TASK = 50_000
 
@@ -93,6 +102,12 @@ class _KafkaReader(DataSourceReader):
         return read_range(self.bootstrap, partition.rng)
 
 
+class _FailedRecordsReader(_KafkaReader):
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Every record of the partition's range, parsed, once, in offset order."""
+        return map(parse_batch, super().read(partition))
+
+
 @dataclass
 class _Written(WriterCommitMessage):
     count: int
@@ -129,3 +144,20 @@ class KafkaDataSource(DataSource):
         if overwrite:
             raise ValueError(f"{FORMAT} only appends; use mode('append')")
         return _KafkaWriter(self.options)
+
+
+class FailedRecordsDataSource(DataSource):
+    """Batch reads of a failed topic's offset ranges, parsed into failed-record columns."""
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name, ``stormloop_failed_records``."""
+        return FAILED_FORMAT
+
+    def schema(self) -> str:
+        """Failed-topic partition and offset, ``error``, then the failed record's fields."""
+        return PARSED_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """A reader of the ranges the options name, as for ``KafkaDataSource``."""
+        return _FailedRecordsReader(self.options)

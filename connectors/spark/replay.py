@@ -26,9 +26,8 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from connectors.spark.datasource import FORMAT, ranges_option
+from connectors.spark.datasource import FAILED_FORMAT, FORMAT, ranges_option
 from connectors.spark.offsets import OffsetRange, commit_ranges, plan_ranges, probe_broker
-from connectors.spark.parse import PARSED_TYPE, parsed_fields
 from connectors.spark.session import build_session, prepare_session
 from connectors.spark.summary import SAMPLE_ROWS, Malformed, Planned, ReplaySummary
 
@@ -64,55 +63,72 @@ def run_replay(options: ReplayOptions, spark: SparkSession | None = None) -> Rep
     """
     started = time.monotonic()
     bootstrap = options.bootstrap_servers
+    summary = ReplaySummary(options.failed_topic, options.group_id, options.dry_run)
+    clock = _PhaseClock(summary.phases)
     asyncio.run(probe_broker(bootstrap, options.connect_timeout_s))
     ranges = asyncio.run(plan_ranges(bootstrap, options.failed_topic, options.group_id))
-    summary = ReplaySummary(options.failed_topic, options.group_id, options.dry_run)
+    clock.lap("plan")
     if any(r.size for r in ranges):
+        own_session = spark is None
         if spark is None:
             spark = build_session(options.master)
-            summary.spark_startup_s = time.monotonic() - started
-            try:
-                _replay(spark, options, ranges, summary)
-            finally:
-                spark.stop()
+            summary.spark_startup_s = clock.lap()
         else:
             prepare_session(spark)
-            _replay(spark, options, ranges, summary)
+        try:
+            _replay(spark, options, ranges, summary, clock)
+        finally:
+            if own_session:
+                spark.stop()
+                clock.lap("Spark shutdown")
         if not options.dry_run:
             asyncio.run(commit_ranges(bootstrap, options.group_id, ranges))
+            clock.lap("commit")
     summary.elapsed_s = time.monotonic() - started
     return summary
 
 
 def _replay(spark: SparkSession, options: ReplayOptions, ranges: list[OffsetRange],
-            summary: ReplaySummary) -> None:
-    parsed = (spark.read.format(FORMAT)
+            summary: ReplaySummary, clock: _PhaseClock) -> None:
+    parsed = (spark.read.format(FAILED_FORMAT)
               .option("kafka.bootstrap.servers", options.bootstrap_servers)
               .option("topic", options.failed_topic)
               .option("ranges", ranges_option(ranges))
               .option("maxOffsetsPerTask", str(options.max_offsets_per_task))
               .load()
-              .select(F.col("partition").alias("failed_partition"),
-                      F.col("offset").alias("failed_offset"),
-                      _parse(F.col("value")).alias("parsed"))
-              .select("failed_partition", "failed_offset", "parsed.*")
               .persist(StorageLevel.MEMORY_AND_DISK))
     try:
         _count_parsed(parsed, summary)
+        clock.lap("read and parse")
         selected = _select(parsed.where(F.col("error").isNull()), options).persist()
         _count_selected(selected, summary)
+        clock.lap("de-duplicate and filter")
         chosen = selected.where(F.col("_keep"))
         if options.dry_run:
             summary.planned_samples = _planned(chosen)
         elif summary.replayed:
             (_records(chosen).write.format(FORMAT).mode("append")
              .option("kafka.bootstrap.servers", options.bootstrap_servers).save())
+            clock.lap("write")
         selected.unpersist()
     finally:
         parsed.unpersist()
 
 
-_parse = F.udf(parsed_fields, PARSED_TYPE, useArrow=False)
+class _PhaseClock:
+    """Records the seconds since the previous lap under each lap's name."""
+
+    def __init__(self, phases: dict[str, float]) -> None:
+        self.phases = phases
+        self.last = time.monotonic()
+
+    def lap(self, name: str | None = None) -> float:
+        """Seconds since the previous lap, recorded under ``name`` unless it is None."""
+        now = time.monotonic()
+        seconds, self.last = now - self.last, now
+        if name is not None:
+            self.phases[name] = seconds
+        return seconds
 
 
 def _count_parsed(parsed: DataFrame, summary: ReplaySummary) -> None:

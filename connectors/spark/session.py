@@ -3,7 +3,7 @@
 Three things must hold before any Python code runs on an executor: the workers start the
 driver's interpreter (``PYSPARK_PYTHON``; otherwise they start whatever ``python3`` is on
 the PATH, which may lack pyarrow and this project), they can import ``connectors`` (and
-``engine``, which ``connectors.kafka`` may import), and the Kafka data source is registered.
+``engine``, which ``connectors.kafka`` may import), and the Kafka data sources are registered.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 import connectors
-from connectors.spark.datasource import KafkaDataSource
+from connectors.spark.datasource import FailedRecordsDataSource, KafkaDataSource
 
 __all__ = ["build_session", "prepare_session"]
 
@@ -53,7 +53,7 @@ def build_session(master: str | None = None, app_name: str = "replay-failed",
 
 
 def prepare_session(spark: SparkSession) -> None:
-    """Register the Kafka data source, ship this project's code to the executors, and make
+    """Register the Kafka data sources, ship this project's code to the executors, and make
     ``spark`` the calling thread's active session.
 
     Code is shipped as a zip through ``addPyFile`` when it runs from a source tree rather
@@ -67,6 +67,7 @@ def prepare_session(spark: SparkSession) -> None:
         spark.conf.set(marker, "true")
     # After addPyFile: registration captures the session's Python includes.
     spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(FailedRecordsDataSource)
     # The JVM resolves a Python data source on write through the calling thread's active
     # session, which a thread other than the session's creator does not have; PySpark has
     # no public setter for it.

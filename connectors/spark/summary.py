@@ -53,6 +53,7 @@ class ReplaySummary:
     malformed_samples: list[Malformed] = field(default_factory=list)
     planned_samples: list[Planned] = field(default_factory=list)
     spark_startup_s: float | None = None
+    phases: dict[str, float] = field(default_factory=dict)
     elapsed_s: float = 0.0
 
 
@@ -95,8 +96,8 @@ def format_summary(s: ReplaySummary) -> str:
         lines.append(f"{verb} (first {len(s.planned_samples)} of {s.replayed:,})")
         lines += [f"  {p.topic}[{p.partition}]@{p.offset} -> {p.target}  attempts={p.attempts}"
                   f"  reason={_short(p.reason, 40)}" for p in s.planned_samples]
-    timing = f"took {s.elapsed_s:.1f} s"
-    if s.spark_startup_s is not None:
-        timing += f" (Spark start-up {s.spark_startup_s:.1f} s)"
-    lines.append(timing)
+    parts = [] if s.spark_startup_s is None else [("Spark start-up", s.spark_startup_s)]
+    parts += s.phases.items()
+    timing = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in parts)
+    lines.append(f"took {s.elapsed_s:.1f} s" + (f" ({timing})" if timing else ""))
     return "\n".join(lines)

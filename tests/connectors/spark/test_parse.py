@@ -1,36 +1,42 @@
-"""Failed-topic payloads to UDF tuples: every payload gives one row, bad ones an error."""
+"""Failed-topic payloads to parsed rows: every record gives one row, bad ones an error."""
 
 from __future__ import annotations
 
-import base64
-
 import orjson
+import pyarrow as pa
 import pytest
 
-from connectors.spark.parse import PARSED_TYPE, parse_payload, parsed_fields
+from connectors.spark.kafka_io import RECORD_SCHEMA
+from connectors.spark.parse import PARSED_SCHEMA, parse_batch, parse_payload
 from tests.connectors.spark.helpers import failed
 
 
-def test_valid_record_fills_every_field_and_no_error() -> None:
-    record = failed("orders", 7, reason="boom", attempts=3)
-    row = parsed_fields(record.to_json())
-    assert len(row) == len(PARSED_TYPE.fields)
-    assert dict(zip(PARSED_TYPE.names, row, strict=True)) == {
-        "error": None, "topic": "orders", "partition": 0, "offset": 7, "key": b"k7",
-        "value": b"v7", "attempts": 3, "reason": "boom", "failed_at": record.failed_at,
-        "topology": "topology", "component": "bolt"}
-
-
-def test_null_key_is_kept_null() -> None:
-    obj = orjson.loads(failed("t", 1).to_json())
-    obj["key"] = None
-    assert parsed_fields(orjson.dumps(obj))[4] is None
+def _batch(*payloads: bytes | None) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([
+        {"key": None, "value": payload, "topic": "failed", "partition": 1, "offset": 10 + i,
+         "timestamp_ms": 0, "headers": []} for i, payload in enumerate(payloads)],
+        schema=RECORD_SCHEMA)
 
 
 def _with(**changes: object) -> bytes:
     obj = orjson.loads(failed("t", 1).to_json())
     obj.update(changes)
     return orjson.dumps(obj)
+
+
+def test_valid_record_fills_every_column_and_no_error() -> None:
+    record = failed("orders", 7, reason="boom", attempts=3)
+    parsed = parse_batch(_batch(record.to_json(), _with(key=None)))
+    assert parsed.schema == PARSED_SCHEMA
+    assert parsed.to_pylist() == [
+        {"failed_partition": 1, "failed_offset": 10, "error": None, "topic": "orders",
+         "partition": 0, "offset": 7, "key": b"k7", "value": b"v7", "attempts": 3,
+         "reason": "boom", "failed_at": record.failed_at, "topology": "topology",
+         "component": "bolt"},
+        {"failed_partition": 1, "failed_offset": 11, "error": None, "topic": "t",
+         "partition": 0, "offset": 1, "key": None, "value": b"v1", "attempts": 4,
+         "reason": "boom", "failed_at": 1_700_000_000_000, "topology": "topology",
+         "component": "bolt"}]
 
 
 @pytest.mark.parametrize(("payload", "error"), [
@@ -47,13 +53,12 @@ def _with(**changes: object) -> bytes:
 ])
 def test_malformed_payload_gives_error_and_empty_record(payload: bytes | None,
                                                         error: str) -> None:
-    row = parsed_fields(payload)
-    assert isinstance(row[0], str) and row[0].startswith(error)
-    assert row[1:] == (None,) * (len(PARSED_TYPE.fields) - 1)
-    assert parse_payload(payload) == row[0]
-
-
-def test_spark_hands_bytearray_and_it_parses_like_bytes() -> None:
-    payload = failed("t", 2).to_json()
-    assert parsed_fields(bytearray(payload)) == parsed_fields(payload)
-    assert base64.b64decode(orjson.loads(payload)["value"]) == b"v2"
+    good = failed("t", 2).to_json()
+    rows = parse_batch(_batch(good, payload, good)).to_pylist()
+    assert [r["error"] is None for r in rows] == [True, False, True]
+    bad = rows[1]
+    assert bad["error"].startswith(error)
+    assert (bad["failed_partition"], bad["failed_offset"]) == (1, 11)
+    assert {k: v for k, v in bad.items() if v is not None} == {
+        "failed_partition": 1, "failed_offset": 11, "error": bad["error"]}
+    assert parse_payload(payload) == bad["error"]

@@ -10,7 +10,8 @@ def test_report_lists_totals_reasons_topics_and_malformed_samples() -> None:
                             filtered=1, replayed=5, by_reason={"boom": 3, "timeout": 2},
                             by_topic={("orders", "orders"): 5},
                             malformed_samples=[Malformed(0, 4, "not JSON: oops")],
-                            spark_startup_s=7.0, elapsed_s=20.0)
+                            spark_startup_s=7.0, phases={"read": 3.0, "write": 9.96},
+                            elapsed_s=20.0)
     assert format_summary(summary).splitlines() == [
         "replay of 'failed' for group 'g'",
         "",
@@ -27,7 +28,7 @@ def test_report_lists_totals_reasons_topics_and_malformed_samples() -> None:
         "  orders -> orders               5",
         "malformed records (first 1, failed[partition]@offset)",
         "  [0]@4: not JSON: oops",
-        "took 20.0 s (Spark start-up 7.0 s)",
+        "took 20.0 s (Spark start-up 7.0 s, read 3.0 s, write 10.0 s)",
     ]
 
 
