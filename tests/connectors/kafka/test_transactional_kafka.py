@@ -119,11 +119,10 @@ async def test_opaque_spout_batch_changes_on_replay_total_stays_exact(
     totals, seen, expected = await run(kafka_broker, tmp_path, "tx-opaque",
                                        OpaqueTransactionalKafkaSpout)
     tries = [(n, s) for txid, n, s in seen if txid == 1]
-    assert len(tries) >= 2 and tries[0] != tries[-1]  # the replayed batch is different
-    assert tries[0][0] == 20 and tries[-1][0] == 30
+    assert len(tries) >= 2 and tries[-1][0] > tries[0][0]  # the replay took more records
     assert totals["opaque"] == expected
-    # the "value + txid" rule skips the changed replay and loses the new records
-    assert totals["plain"] == expected - sum(range(100, 110))
+    # the "value + txid" rule skips the changed replay and loses what it added
+    assert totals["plain"] == expected - (tries[-1][1] - tries[0][1]) < expected
 
 
 async def test_transactional_spout_replays_the_same_offsets(
