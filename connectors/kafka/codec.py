@@ -9,6 +9,7 @@ raw bytes for "bytes".
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -66,7 +67,7 @@ def _raw(data: bytes | None, what: str) -> bytes | None:
 class Decoder:
     """Turns a consumer record into the values of one tuple with the given ``fields``."""
 
-    __slots__ = ("_extract",)
+    __slots__ = ("_extract", "_raw")
 
     def __init__(self, fields: Sequence[str], value_format: str) -> None:
         check_value_format(value_format)
@@ -76,19 +77,33 @@ class Decoder:
                              f"got {list(fields)!r}")
         key_codec = _raw if value_format == "bytes" else _decode_text
         value_codec = {"str": _decode_text, "json": _decode_json, "bytes": _raw}[value_format]
+        value_what = f"value ({value_format})"
         by_name: dict[str, Callable[[Any], Any]] = {
-            "topic": lambda r: r.topic,
-            "partition": lambda r: r.partition,
-            "offset": lambda r: r.offset,
+            "topic": attrgetter("topic"),
+            "partition": attrgetter("partition"),
+            "offset": attrgetter("offset"),
             "key": lambda r: key_codec(r.key, "key"),
-            "value": lambda r: value_codec(r.value, f"value ({value_format})"),
-            "timestamp": lambda r: r.timestamp,
+            "value": lambda r: value_codec(r.value, value_what),
+            "timestamp": attrgetter("timestamp"),
             "headers": lambda r: list(r.headers or ()),
         }
         self._extract = [by_name[f] for f in fields]
+        # Fields copied as they are (no decoding) come out of one attrgetter call.
+        as_is = {"topic", "partition", "offset", "timestamp"}
+        if value_format == "bytes":
+            as_is |= {"key", "value"}
+        self._raw: Callable[[Any], list[Any]] | None = None
+        if set(fields) <= as_is:
+            getter = attrgetter(*fields)
+            if len(fields) == 1:
+                self._raw = lambda r: [getter(r)]
+            else:
+                self._raw = lambda r: list(getter(r))
 
     def __call__(self, record: Any) -> list[Any]:
         """The tuple values for ``record``; raises ``DecodeError`` for undecodable bytes."""
+        if self._raw is not None:
+            return self._raw(record)
         return [extract(record) for extract in self._extract]
 
 

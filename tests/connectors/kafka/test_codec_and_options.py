@@ -84,3 +84,10 @@ def test_spout_and_bolt_argument_errors() -> None:
                        session_timeout_ms=2000)
     assert spout.topics == ["a", "b"]
     assert spout.consumer_options["session_timeout_ms"] == 2000
+
+
+def test_undecoded_fields_fast_path_matches() -> None:
+    rec = record(b"k", b"v")
+    assert Decoder(("value",), "bytes")(rec) == [b"v"]
+    assert Decoder(("partition", "offset", "key"), "bytes")(rec) == [2, 7, b"k"]
+    assert Decoder(("offset",), "json")(rec) == [7]
