@@ -120,4 +120,4 @@ async def test_several_batches_process_at_once_up_to_max_pending(tmp_path: Path,
     for kind, txid in events:
         (live.add if kind == "start" else live.discard)(txid)
         peak = max(peak, len(live))
-    assert peak == max_pending
+    assert peak == 1 if max_pending == 1 else 1 < peak <= max_pending
