@@ -1,25 +1,54 @@
 """Kafka spout and bolt on aiokafka with storm-kafka-client semantics (api.md §10).
 
-``KafkaSpout`` and ``KafkaBolt`` are imported on first use, so ``connectors.kafka.failed``
+```python
+from connectors.kafka import KafkaBolt, KafkaSpout
+
+b = TopologyBuilder()
+b.set_spout("orders", KafkaSpout("orders", "broker:9092", "order-loop",
+                                 value_format="json", failed_topic="orders-failed"))
+b.set_bolt("enrich", Enrich(), 4).shuffle_grouping("orders")
+b.set_bolt("out", KafkaBolt("orders-enriched", "broker:9092", key_field="key",
+                            value_field="value", value_format="json"),
+           2).shuffle_grouping("enrich")
+```
+
+At least once from topic to topic: an input offset is committed only after every tuple of
+its tree was acked, and ``KafkaBolt`` acks only what the broker confirmed. Records that
+keep failing, or do not decode, end on the failed topic (``failed.py``) for
+``scripts/replay_failed.py``. Module map: ``spout.py`` (user-facing spout), ``fetcher.py``
+(consumer, buffer, rebalance, commits), ``offsets.py`` and ``retry.py`` (pure bookkeeping),
+``failed_writer.py``, ``codec.py``, ``bolt.py``, ``testing_broker.py`` (Tansu for tests).
+
+The spouts and the bolt (and the transactional Kafka spouts of ``transactional.py``) are
+imported on first use, so ``connectors.kafka.failed``
 (read by the Spark replay job) does not pull in the engine or aiokafka.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from connectors.kafka.bolt import KafkaBolt
     from connectors.kafka.spout import KafkaSpout
+    from connectors.kafka.transactional import (
+        OpaqueTransactionalKafkaSpout,
+        TransactionalKafkaSpout,
+    )
 
-__all__ = ["KafkaBolt", "KafkaSpout"]
+__all__ = ["KafkaBolt", "KafkaSpout", "OpaqueTransactionalKafkaSpout", "TransactionalKafkaSpout"]
+
+_HOME = {
+    "KafkaBolt": "connectors.kafka.bolt",
+    "KafkaSpout": "connectors.kafka.spout",
+    "OpaqueTransactionalKafkaSpout": "connectors.kafka.transactional",
+    "TransactionalKafkaSpout": "connectors.kafka.transactional",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "KafkaSpout":
-        from connectors.kafka.spout import KafkaSpout
-        return KafkaSpout
-    if name == "KafkaBolt":
-        from connectors.kafka.bolt import KafkaBolt
-        return KafkaBolt
-    raise AttributeError(f"module 'connectors.kafka' has no attribute {name!r}")
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'connectors.kafka' has no attribute {name!r}")
+    return getattr(import_module(home), name)
