@@ -27,7 +27,7 @@ Each Spark task produces its rows and returns only once the broker confirmed eve
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import orjson
@@ -88,7 +88,7 @@ class _KafkaReader(DataSourceReader):
             return [OffsetRange(self.topic, p, lo, hi) for p, lo, hi in orjson.loads(self.ranges)]
         return asyncio.run(plan_ranges(self.bootstrap, self.topic, self.group_id))
 
-    def partitions(self) -> list[InputPartition]:
+    def partitions(self) -> Sequence[InputPartition]:
         """One input partition per Kafka partition and offset range of at most
         ``maxOffsetsPerTask`` offsets; empty ranges are dropped."""
         parts = [_RangePartition(sub) for rng in self._planned()

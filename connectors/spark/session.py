@@ -14,6 +14,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 import connectors
@@ -22,32 +23,38 @@ from connectors.spark.datasource import FailedRecordsDataSource, KafkaDataSource
 __all__ = ["build_session", "prepare_session"]
 
 _SHIPPED_PACKAGES = ("connectors", "engine")
-_SPARK_DEFAULT_SHUFFLE_PARTITIONS = "200"
 
 
 def build_session(master: str | None = None, app_name: str = "replay-failed",
                   conf: dict[str, str] | None = None) -> SparkSession:
-    """Create (or join) a session on ``master`` ready for the Kafka data source.
+    """Create (or join) a session on ``master`` ready for the Kafka data sources.
 
-    ``master=None`` keeps the master chosen by ``spark-submit`` and means ``local[*]``
-    otherwise. Spark's console progress bar is on unless ``conf`` turns it off.
+    ``master=None`` keeps a master given to ``spark-submit`` (or in spark-defaults.conf)
+    and means ``local[*]`` otherwise. Settings given there win over this function's
+    defaults (the console progress bar on, workers on this interpreter, one shuffle
+    partition per core); ``conf`` wins over both.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    SparkContext._ensure_initialized()  # spark-submit's JVM if there is one, else a new one
+    given = SparkConf()  # loads spark-submit's --conf and spark-defaults.conf
+    conf = conf or {}
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
-    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
+    elif not given.contains("spark.master"):
         builder = builder.master("local[*]")
-    settings = {"spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
-                "spark.ui.showConsoleProgress": "true", **(conf or {})}
-    for key, value in settings.items():
-        builder = builder.config(key, value)
+    defaults = {"spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
+                "spark.ui.showConsoleProgress": "true"}
+    for key, value in {**defaults, **conf}.items():
+        if key in conf or not given.contains(key):
+            builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    if spark.conf.get("spark.sql.shuffle.partitions") == _SPARK_DEFAULT_SHUFFLE_PARTITIONS:
-        # Spark's 200 suits large clusters; left unchosen, one task per core is plenty here.
+    shuffle = "spark.sql.shuffle.partitions"
+    if shuffle not in conf and not given.contains(shuffle):
+        # Spark's 200 suits large clusters; left unchosen, one task per core is plenty.
         parallelism = spark.sparkContext.defaultParallelism
-        spark.conf.set("spark.sql.shuffle.partitions", str(max(2, parallelism)))
+        spark.conf.set(shuffle, str(max(2, parallelism)))
     prepare_session(spark)
     return spark
 
@@ -71,7 +78,9 @@ def prepare_session(spark: SparkSession) -> None:
     # The JVM resolves a Python data source on write through the calling thread's active
     # session, which a thread other than the session's creator does not have; PySpark has
     # no public setter for it.
-    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+    jvm = spark._jvm
+    assert jvm is not None, "a classic (non-Connect) session has a JVM gateway"
+    jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
 
 
 def _zip_packages(root: Path) -> Path:
