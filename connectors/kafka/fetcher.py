@@ -182,14 +182,12 @@ class Fetcher:
         """Pause partitions at the cap (all of them while the buffer is full), resume the
         rest; returns how many assigned partitions may fetch and how many are paused."""
         assigned = self.consumer.assignment()
-        if len(self.buffer) >= self.max_buffer:
-            want = set(assigned)
-        else:
-            cap = self.max_uncommitted
-            want = {tp for tp, part in self.parts.items()
-                    if part.offsets is not None and part.offsets.uncommitted >= cap} & assigned
+        cap = self.max_uncommitted
+        capped = {tp for tp, part in self.parts.items()
+                  if part.offsets is not None and part.offsets.uncommitted >= cap}
         for tp, part in self.parts.items():
-            part.paused = tp in want
+            part.paused = tp in capped  # acks on it wake the fetch loop
+        want = set(assigned) if len(self.buffer) >= self.max_buffer else capped & assigned
         paused = self.consumer.paused()
         if to_pause := want - paused:
             self.consumer.pause(*to_pause)

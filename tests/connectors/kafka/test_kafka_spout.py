@@ -236,3 +236,26 @@ async def test_rebalance_commits_done_offsets_and_new_owner_resumes_there(kafka_
     # The new member started at the committed offset: nothing below 20 was re-read.
     assert second.seen and min(offset for _, offset in second.seen) == 20
     assert {(p, o) for p in (0, 1) for o in range(40)} <= set(first.seen) | set(second.seen)
+
+
+async def test_small_buffer_pauses_fetching_without_losing_records(kafka_broker) -> None:
+    bootstrap = kafka_broker.bootstrap
+    topic, group = unique("small-buffer"), unique("g")
+    await kafka_broker.create_topic(topic, 3)
+    await produce(bootstrap, topic, [(None, b"%d" % i) for i in range(600)])
+    gate = Gate(hold=set())
+    builder = TopologyBuilder()
+    builder.set_spout("kafka", KafkaSpout(topic, bootstrap, group, fields=("partition", "value"),
+                                          value_format="bytes", buffer_size=16,
+                                          commit_interval_secs=0.2, **FAST_GROUP))
+    builder.set_bolt("gate", gate).shuffle_grouping("kafka")
+    ends = await high_watermarks(bootstrap, topic)
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("small-buffer", Config(), builder.create_topology())
+
+        async def done() -> bool:
+            return await committed(bootstrap, group, topic) == ends
+
+        await eventually(done, 20, "every record committed")
+        await cluster.kill_topology("small-buffer", wait_secs=5)
+    assert sorted(int(v) for _, v in gate.seen) == list(range(600))
