@@ -72,6 +72,7 @@ class Clock:
         self.end = 0.0
 
     def progress(self, done: int) -> None:
+        """Note ``done`` records finished; marks the steady-state start at 5 %."""
         if self.steady is None and done >= self.total // 20:
             self.steady = time.monotonic()
             self.steady_done = done
@@ -138,6 +139,7 @@ async def engine_relay(bootstrap: str, source: str, sink: str, records: int,
 
 
 async def main(args: argparse.Namespace) -> None:
+    """Fill the input, run the bare loop, then the engine, and print both rates."""
     broker = None
     bootstrap = args.bootstrap_servers
     if bootstrap is None:

@@ -251,7 +251,9 @@ class _Listener(ConsumerRebalanceListener):
         self._fetcher = fetcher
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
+        """Before the group reassigns: commit what is done, forget the partitions."""
         await self._fetcher.revoke(revoked)
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
+        """After it: resume each new partition at its committed offset."""
         await self._fetcher.assign(assigned)
