@@ -151,14 +151,15 @@ async def test_scale_out_survivor_takes_over_a_killed_member(kafka_broker, engin
     await produce(bootstrap, source, [(f"k{i}".encode(), f"r{i}".encode()) for i in range(n)])
     ends = await high_watermarks(bootstrap, source)
 
-    a = EngineProcess(tmp_path / "a.log", bootstrap, source, sink, group, 0.003)
+    # A is slow enough to be mid-stream when B has joined, whatever the machine's load.
+    a = EngineProcess(tmp_path / "a.log", bootstrap, source, sink, group, 0.005)
     engines.append(a)
 
     async def a_has_all() -> bool:
         return a.assignment() == {0, 1, 2, 3}
 
     await wait_for("engine A to own all four partitions", a_has_all, 30, a)
-    b = EngineProcess(tmp_path / "b.log", bootstrap, source, sink, group, 0.003)
+    b = EngineProcess(tmp_path / "b.log", bootstrap, source, sink, group, 0.002)
     engines.append(b)
 
     async def shared() -> bool:
