@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from connectors.kafka.offsets import PartitionOffsets
 
@@ -104,3 +105,58 @@ def test_committable_is_lowest_outstanding(scenario: tuple[int, list[int], list[
     assert offsets.inflight == len(outstanding)
     # nothing below the commit point can be tracked (hence emitted) again
     assert all(not offsets.track(o) for o in fetched)
+
+
+class OffsetsMachine(RuleBasedStateMachine):
+    """Random fetches (with gaps), acks, trailing gaps and commits against a plain model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offsets = PartitionOffsets(5)
+        self.next_offset = 5
+        self.fetched: set[int] = set()
+        self.done: set[int] = set()
+        self.last_committable = 5
+
+    @rule(gap=st.integers(0, 3))
+    def fetch(self, gap: int) -> None:
+        offset = self.next_offset + gap
+        assert self.offsets.track(offset)
+        self.fetched.add(offset)
+        self.next_offset = offset + 1
+
+    @rule(gap=st.integers(1, 3))
+    def trailing_gap(self, gap: int) -> None:
+        self.next_offset += gap
+        self.offsets.fetched_upto(self.next_offset)
+
+    @rule(data=st.data())
+    def finish(self, data: st.DataObject) -> None:
+        outstanding = sorted(self.fetched - self.done)
+        if outstanding:
+            offset = data.draw(st.sampled_from(outstanding))
+            assert self.offsets.done(offset)
+            self.done.add(offset)
+
+    @rule(offset=st.integers(0, 200))
+    def refetch_is_refused(self, offset: int) -> None:
+        if offset < self.next_offset:
+            assert not self.offsets.track(offset)
+
+    @rule()
+    def commit(self) -> None:
+        self.offsets.mark_committed(self.offsets.committable)
+        assert not self.offsets.needs_commit()
+
+    @invariant()
+    def commit_point_is_first_outstanding(self) -> None:
+        committable = self.offsets.committable
+        outstanding = self.fetched - self.done
+        assert committable == (min(outstanding) if outstanding else self.next_offset)
+        assert committable >= self.last_committable
+        self.last_committable = committable
+        # everything below the commit point is done or was never in the log
+        assert not {o for o in self.fetched if o < committable} - self.done
+
+
+TestOffsetsMachine = OffsetsMachine.TestCase
