@@ -91,3 +91,29 @@ def test_undecoded_fields_fast_path_matches() -> None:
     assert Decoder(("value",), "bytes")(rec) == [b"v"]
     assert Decoder(("partition", "offset", "key"), "bytes")(rec) == [2, 7, b"k"]
     assert Decoder(("offset",), "json")(rec) == [7]
+
+
+class FakeTuple:
+    """Just what KafkaBolt reads from a tuple."""
+
+    source_component = "count"
+
+    def __init__(self, fields: list[str], values: list[object]) -> None:
+        self.fields, self.values = fields, values
+
+    def __getitem__(self, key: int | str) -> object:
+        return self.values[key if isinstance(key, int) else self.fields.index(key)]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def test_bolt_value_without_value_field() -> None:
+    tup = FakeTuple(["word", "count"], ["cow", 3])
+    assert KafkaBolt("t", "b:9092", value_format="json")._value(tup) == {"word": "cow",
+                                                                        "count": 3}
+    assert KafkaBolt("t", "b:9092")._value(FakeTuple(["word"], ["cow"])) == "cow"
+    assert KafkaBolt("t", "b:9092", value_field="count")._value(tup) == 3
+    with pytest.raises(ValueError, match=r"^KafkaBolt: value_field is not set and tuples from "
+                                         r"'count' have fields \['word', 'count'\]; "):
+        KafkaBolt("t", "b:9092")._value(tup)
