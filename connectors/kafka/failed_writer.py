@@ -82,7 +82,7 @@ class FailedWriter:
 
     def _delivered(self, item: _Write, future: asyncio.Future) -> None:
         if future.cancelled():
-            self._finish()
+            self._retry(item, asyncio.CancelledError("delivery cancelled"))
             return
         exc = future.exception()
         if exc is not None:

@@ -15,6 +15,10 @@ Guarantees, per record of an assigned partition:
   duplicates bounded by what was in flight;
 - an offset already committed is never emitted again by this task.
 
+Without ``failed_topic``, a given-up record is logged, counted in ``metrics.dropped`` and its
+offset counts as done (Storm's behaviour). A failed-topic write that fails is retried every
+second while the partition is owned, holding back that partition's commits meanwhile.
+
 Records live in the task's memory between fetch and done (retries are replayed from there,
 not re-fetched); ``max_uncommitted_offsets`` per partition bounds that.
 """
