@@ -259,3 +259,30 @@ async def test_small_buffer_pauses_fetching_without_losing_records(kafka_broker)
         await eventually(done, 20, "every record committed")
         await cluster.kill_topology("small-buffer", wait_secs=5)
     assert sorted(int(v) for _, v in gate.seen) == list(range(600))
+
+
+async def test_without_failed_topic_given_up_records_are_dropped_and_counted(
+        kafka_broker) -> None:
+    bootstrap = kafka_broker.bootstrap
+    source, sink, group = unique("in"), unique("out"), unique("g")
+    await kafka_broker.create_topic(source, 1)
+    await kafka_broker.create_topic(sink, 1)
+    values = [f"v{i}" for i in range(10)]
+    await produce(bootstrap, source, [(None, v.encode()) for v in values])
+    spout = KafkaSpout(source, bootstrap, group, fields=("value",), max_retries=0,
+                       commit_interval_secs=0.2, **FAST_GROUP)
+    builder = TopologyBuilder()
+    builder.set_spout("kafka", spout)
+    builder.set_bolt("flaky", Flaky(failures=1)).shuffle_grouping("kafka")
+    builder.set_bolt("out", KafkaBolt(sink, bootstrap)).shuffle_grouping("flaky")
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("no-failed-topic", Config(), builder.create_topology())
+
+        async def done() -> bool:
+            return await committed(bootstrap, group, source) == {0: 10}
+
+        await eventually(done, 20, "offsets committed past the dropped records")
+        await cluster.kill_topology("no-failed-topic", wait_secs=5)
+    assert (spout.metrics.dropped, spout.metrics.retried, spout.metrics.failed_records) == (
+        10, 0, 0)
+    assert await read_all(bootstrap, sink) == []
