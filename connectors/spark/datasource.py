@@ -1,6 +1,6 @@
 """Kafka for Spark on the Python Data Source API: no JVM Kafka connector involved.
 
-Register once per session with ``spark.dataSource.register(KafkaDataSource)``, then::
+Register once per session (``session.prepare_session`` does, for both sources), then::
 
     spark.read.format("stormloop_kafka")
         .option("kafka.bootstrap.servers", "host:9092").option("topic", "t").load()
