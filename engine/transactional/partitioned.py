@@ -145,35 +145,34 @@ class _OpaqueEmitter:
 _MISSING = object()
 
 
-class PartitionedSpoutExecutor(TransactionalSpout):
+class _PartitionedAdapter(TransactionalSpout):
+    """Runs a partitioned spout as a ``TransactionalSpout`` (one class per kind below)."""
+
+    opaque = False
+    emitter: type = _PartitionedEmitter
+
+    def __init__(self, spout: PartitionedTransactionalSpout
+                 | OpaquePartitionedTransactionalSpout) -> None:
+        self.spout = spout
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        self.spout.declare_output_fields(declarer)
+
+    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> Any:
+        return _Coordinator(self.spout.get_coordinator(conf, context), opaque=self.opaque)
+
+    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> Any:
+        state = TransactionalState.from_conf(conf, conf[TRANSACTIONAL_ID])
+        return self.emitter(self.spout.get_emitter(conf, context), state, context)
+
+
+class PartitionedSpoutExecutor(_PartitionedAdapter):
     """A ``PartitionedTransactionalSpout`` run as a ``TransactionalSpout``: replays are exact."""
 
-    def __init__(self, spout: PartitionedTransactionalSpout) -> None:
-        self.spout = spout
 
-    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        self.spout.declare_output_fields(declarer)
+class OpaquePartitionedSpoutExecutor(_PartitionedAdapter):
+    """An ``OpaquePartitionedTransactionalSpout`` run as a ``TransactionalSpout``: each batch
+    continues where the previous transaction's batch ended."""
 
-    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> Any:
-        return _Coordinator(self.spout.get_coordinator(conf, context), opaque=False)
-
-    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> Any:
-        state = TransactionalState.from_conf(conf, conf[TRANSACTIONAL_ID])
-        return _PartitionedEmitter(self.spout.get_emitter(conf, context), state, context)
-
-
-class OpaquePartitionedSpoutExecutor(TransactionalSpout):
-    """An ``OpaquePartitionedTransactionalSpout`` run as a ``TransactionalSpout``."""
-
-    def __init__(self, spout: OpaquePartitionedTransactionalSpout) -> None:
-        self.spout = spout
-
-    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        self.spout.declare_output_fields(declarer)
-
-    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> Any:
-        return _Coordinator(self.spout.get_coordinator(conf, context), opaque=True)
-
-    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> Any:
-        state = TransactionalState.from_conf(conf, conf[TRANSACTIONAL_ID])
-        return _OpaqueEmitter(self.spout.get_emitter(conf, context), state, context)
+    opaque = True
+    emitter = _OpaqueEmitter
