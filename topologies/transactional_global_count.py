@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from engine import Config, Topology
+from engine import Topology
 from engine.transactional import (
     BatchBolt,
     Committer,
@@ -100,19 +100,3 @@ def build(conf: dict[str, Any] | None = None, data: dict[Any, list[list[Any]]] |
     builder.set_bolt("partial-count", batch_count or BatchCount(), 5).shuffle_grouping("spout")
     builder.set_bolt("sum", committer or UpdateGlobalCount()).global_grouping("partial-count")
     return builder.build_topology()
-
-
-if __name__ == "__main__":
-    import asyncio
-
-    from engine import LocalCluster
-
-    async def _main() -> None:
-        logging.basicConfig(level=logging.INFO)
-        conf = Config(CONF)
-        async with LocalCluster() as cluster:
-            await cluster.submit_topology("global-count", conf, build(conf))
-            await asyncio.sleep(2)
-        print("global count:", read_count(conf))
-
-    asyncio.run(_main())

@@ -17,7 +17,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from engine import BasicBolt, Config, Topology
+from engine import BasicBolt, Topology
 from engine.transactional import (
     BatchBolt,
     Committer,
@@ -150,20 +150,3 @@ def build(conf: dict[str, Any] | None = None, data: dict[Any, list[list[Any]]] |
     builder.set_bolt("buckets", buckets or BucketCountUpdater(), 5).fields_grouping(
         "bucketize", ["bucket"])
     return builder.build_topology()
-
-
-if __name__ == "__main__":
-    import asyncio
-
-    from engine import LocalCluster
-
-    async def _main() -> None:
-        logging.basicConfig(level=logging.INFO)
-        conf = Config(CONF)
-        async with LocalCluster() as cluster:
-            await cluster.submit_topology("words", conf, build(conf))
-            await asyncio.sleep(2)
-        print("counts:", read_counts(conf))
-        print("buckets:", read_buckets(conf))
-
-    asyncio.run(_main())
