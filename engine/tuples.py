@@ -1,8 +1,9 @@
 """Tuples and fields: the per-tuple objects of the hot path (``__slots__``, no dict).
 
 A ``Tuple`` carries its values, a shared ``Source`` (component, task, stream, fields) and,
-when it belongs to tracked trees, ``roots``: ``{root_id: edge_id}`` as in Storm's
-``MessageId.anchorsToIds``; ``ack_val`` accumulates the edge ids of the tuples anchored on it.
+when it belongs to tracked trees, ``roots``: the pairs of Storm's ``MessageId.anchorsToIds``
+flattened as ``(root_id, edge_id, root_id, edge_id, ...)``; ``ack_val`` accumulates the edge
+ids of the tuples anchored on it.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class Tuple:
     __slots__ = ("_src", "ack_val", "dest", "roots", "values")
 
     def __init__(self, values: Sequence[Any], src: Source, dest: int,
-                 roots: dict[int, int] | None) -> None:
+                 roots: tuple[int, ...] | None) -> None:
         self.values = values
         self._src = src
         self.dest = dest
