@@ -1,8 +1,14 @@
-"""replay_failed.py's command line: arguments, and errors that stop before Spark starts."""
+"""replay_failed.py's command line: arguments, errors that stop before Spark starts, and a
+run under spark-submit (Spark's own JVM, the code shipped to the workers).
+
+This module runs before any test that uses the shared session (alphabetical order), so
+spark-submit's JVM never runs beside it."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import socket
 import subprocess
 import sys
@@ -10,11 +16,14 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyspark
 import pytest
 
 from connectors.spark.cli import parse_since
+from tests.connectors.spark.helpers import failed, produce, read_all, unique
 
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "replay_failed.py"
+SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
 NOW = datetime(2026, 11, 22, 6, 0, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
 
@@ -74,3 +83,25 @@ def test_bad_arguments_are_status_2() -> None:
                   "--max-offsets-per-task", "0")
     assert (result.returncode, result.stderr) == (
         2, "replay_failed: error: --max-offsets-per-task must be at least 1\n")
+
+
+def test_spark_submit_runs_the_job(kafka_broker, tmp_path: Path) -> None:
+    bootstrap = kafka_broker.bootstrap
+    failed_topic, orders = unique("failed"), unique("orders")
+    kafka_broker.create_topic_sync(failed_topic)
+    kafka_broker.create_topic_sync(orders)
+    payloads = [failed(orders, i).to_json() for i in range(3)] + [b"junk"]
+    asyncio.run(produce(bootstrap, failed_topic, payloads))
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    result = subprocess.run(
+        [str(SPARK_SUBMIT), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+         "--conf", "spark.ui.showConsoleProgress=false", str(SCRIPT),
+         "--bootstrap-servers", bootstrap, "--failed-topic", failed_topic],
+        capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    totals = dict(line.rsplit(None, 1) for line in result.stdout.splitlines()[3:8])
+    assert totals == {"  read": "4", "  malformed": "1", "  duplicates dropped": "0",
+                      "  filtered out": "0", "  replayed": "3"}
+    records = asyncio.run(read_all(bootstrap, orders))
+    assert sorted(r.value for r in records) == [b"v0", b"v1", b"v2"]
