@@ -19,6 +19,7 @@ from engine.config import (
 )
 from engine.context import TopologyContext
 from engine.errors import ConfigError, FailedException, TopologyError
+from engine.gc_tuning import tune_gc
 from engine.topology import OutputFieldsDeclarer, Topology, TopologyBuilder
 from engine.tuples import Fields, Tuple
 
@@ -47,4 +48,5 @@ __all__ = [
     "TopologyContext",
     "TopologyError",
     "Tuple",
+    "tune_gc",
 ]

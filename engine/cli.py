@@ -24,7 +24,7 @@ from typing import Any
 from engine.cluster import LocalCluster
 from engine.config import Config
 from engine.errors import ConfigError, TopologyError
-from engine.gc_tuning import freeze_startup_objects
+from engine.gc_tuning import tune_gc
 from engine.topology import Topology
 
 __all__ = ["main"]
@@ -107,7 +107,7 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> No
     name = args.name
     async with LocalCluster() as cluster:
         await cluster.submit_topology(name, conf, topology)
-        freeze_startup_objects()
+        tune_gc()
         spout_ids = {d.id for d in topology.spouts()}
         last = {"acked": 0.0, "t": time.monotonic()}
         started = time.monotonic()

@@ -345,10 +345,15 @@ class OutputCollector(_Collector):
         roots = tup.roots
         if roots:
             av, n, per_acker = tup.ack_val, self._num_ackers, self._outbox.acker_acks
-            for i in range(0, len(roots), 2):
-                r = roots[i]
+            if len(roots) == 2:  # one root: the common case
+                r = roots[0]
                 acks = per_acker[0 if n == 1 else r % n]
-                acks[r] = acks.get(r, 0) ^ roots[i + 1] ^ av
+                acks[r] = acks.get(r, 0) ^ roots[1] ^ av
+            else:
+                for i in range(0, len(roots), 2):
+                    r = roots[i]
+                    acks = per_acker[0 if n == 1 else r % n]
+                    acks[r] = acks.get(r, 0) ^ roots[i + 1] ^ av
             if not self._outbox.busy:
                 self._outbox.schedule_flush()
 
