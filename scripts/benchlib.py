@@ -66,20 +66,33 @@ async def _engine_word_count(sentences: list[str], ackers: int, parallelism: int
     return words / elapsed
 
 
-def engine_words_per_sec(sentences: list[str], ackers: int, parallelism: int = 1,
-                         runs: int = 3) -> float:
-    """Best of ``runs`` word counts: words/s through split and count, every sentence acked.
+def engine_word_count_run(n: int, ackers: int, parallelism: int = 1) -> float:
+    """One word count in a fresh process: words/s through split and count.
 
-    Each run is a fresh process: later runs inside one process come out slower (the
+    A fresh process per run: later runs inside one process come out slower (the
     allocator's arenas are no longer fresh), which would understate either mode.
     """
-    best = 0.0
-    for _ in range(runs):
-        out = subprocess.run(
-            [sys.executable, __file__, "word-count", str(len(sentences)), str(ackers),
-             str(parallelism)], capture_output=True, text=True, check=True)
-        best = max(best, float(out.stdout.split()[-1]))
-    return best
+    out = subprocess.run([sys.executable, __file__, "word-count", str(n), str(ackers),
+                          str(parallelism)], capture_output=True, text=True, check=True)
+    return float(out.stdout.split()[-1])
+
+
+def engine_words_per_sec(sentences: list[str], ackers: int, parallelism: int = 1,
+                         runs: int = 3) -> float:
+    """Best of ``runs`` word counts (words/s), each in a fresh process."""
+    return max(engine_word_count_run(len(sentences), ackers, parallelism) for _ in range(runs))
+
+
+def acked_and_unacked(n: int, runs: int) -> dict[str, Any]:
+    """Acked and unacked runs interleaved in pairs, so both see the same machine state.
+
+    Returns the best words/s of each mode and the median of the pairs' unacked/acked
+    ratios (robust to the machine speeding up or slowing down between pairs).
+    """
+    pairs = [(engine_word_count_run(n, 1), engine_word_count_run(n, 0)) for _ in range(runs)]
+    ratios = sorted(off / on for on, off in pairs)
+    return {"acked": max(on for on, _ in pairs), "unacked": max(off for _, off in pairs),
+            "cost": ratios[len(ratios) // 2], "pairs": pairs}
 
 
 class RateSpout(Spout):
