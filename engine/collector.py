@@ -115,10 +115,12 @@ class Route:
     direct_targets: frozenset[int] = frozenset()
     # The one grouper of a stream with exactly one subscriber: the emit fast path.
     single: Grouper | None = None
+    width: int = 0
 
     def freeze(self) -> None:
         """Precompute the fast path once every grouper is added."""
         self.single = self.groupers[0] if len(self.groupers) == 1 and not self.direct else None
+        self.width = len(self.source.fields)
 
 
 class _Collector:
@@ -260,7 +262,7 @@ class OutputCollector(_Collector):
         route = self._routes.get(stream)
         grouper = None if route is None else route.single
         if (grouper is not None and type(anchors) is Tuple and not self._debug
-                and len(values) == len(route.source.fields)):  # type: ignore[union-attr]
+                and len(values) == route.width):  # type: ignore[union-attr]
             # The common case, inlined: one subscriber, one anchor, one target.
             targets = grouper.choose(values)
             if len(targets) == 1:

@@ -68,6 +68,7 @@ class FieldsGrouper(Grouper):
         super().__init__(targets)
         self._indexes = indexes
         self._single = indexes[0] if len(indexes) == 1 else None
+        self._n = len(self._singletons)
 
     def choose(self, values: Sequence[Any]) -> list[int]:
         if self._single is not None:
@@ -75,7 +76,7 @@ class FieldsGrouper(Grouper):
             h = crc32(value.encode()) if type(value) is str else stable_hash((value,))
         else:
             h = stable_hash([values[i] for i in self._indexes])
-        return self._singletons[h % len(self._singletons)]
+        return self._singletons[h % self._n]
 
 
 class PartialKeyGrouper(Grouper):

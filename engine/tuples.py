@@ -117,8 +117,13 @@ class Tuple:
         return self._src.stream == TICK_STREAM and self._src.component == SYSTEM_COMPONENT
 
     def __getitem__(self, key: int | str) -> Any:
+        if type(key) is int:
+            return self.values[key]
         if isinstance(key, str):
-            return self.values[self._src.fields.index(key)]
+            index = self._src.fields._index.get(key)
+            if index is None:
+                self._src.fields.index(key)  # raises the KeyError naming the fields
+            return self.values[index]  # type: ignore[index]
         return self.values[key]
 
     def get(self, name: str, default: Any = None) -> Any:
