@@ -44,28 +44,28 @@ class ListSpout(Spout):
     def open(self, conf: dict[str, Any], context: TopologyContext,
              collector: SpoutOutputCollector) -> None:
         self.collector = collector
+        # This task's position in the endless sequence item 0, 1, ..., n-1, 0, 1, ...:
+        # task k of m takes positions k, k + m, k + 2m, ...
         self._step = len(context.this_component_tasks())
-        self._index = context.task_index
-        self._cycle = 0
+        self._position = context.task_index
+        self._end = None if self.repeat is None else self.repeat * len(self.items)
         self._replay: deque[tuple[int, int]] = deque()
 
     def exhausted(self) -> bool:
         """True once every item was emitted and no replay is waiting."""
-        return (self.repeat is not None and self._cycle >= self.repeat and not self._replay)
+        return not self._replay and (not self.items or (
+            self._end is not None and self._position >= self._end))
 
     def next_tuple(self) -> None:
-        items, emit = self.items, self.collector.emit
+        items, emit, n = self.items, self.collector.emit, len(self.items)
         for _ in range(self.per_call):
             if self._replay:
                 cycle, i = self._replay.popleft()
-            elif (self.repeat is not None and self._cycle >= self.repeat) or not items:
+            elif not n or (self._end is not None and self._position >= self._end):
                 return
             else:
-                cycle, i = self._cycle, self._index
-                self._index += self._step
-                if self._index >= len(items):
-                    self._index -= len(items)
-                    self._cycle += 1
+                cycle, i = divmod(self._position, n)
+                self._position += self._step
             emit(items[i], msg_id=(cycle, i))
 
     def ack(self, msg_id: Any) -> None:
@@ -79,13 +79,18 @@ class ListSpout(Spout):
 class QueueSpout(Spout):
     """Emits the value lists an embedding service puts on ``queue`` (shared by all tasks).
 
-    Failed values are replayed; ``acked`` counts fully processed ones.
+    Failed values are replayed; ``acked`` counts fully processed ones over all tasks.
     """
 
     def __init__(self, queue: asyncio.Queue[Sequence[Any]], fields: Iterable[str]) -> None:
         self.queue = queue
         self.fields = list(fields)
-        self.acked = 0
+        self._acked = [0]  # a list, so that every task's copy counts into the same cell
+
+    @property
+    def acked(self) -> int:
+        """Values fully processed so far, by every task of the component."""
+        return self._acked[0]
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(self.fields)
@@ -112,7 +117,7 @@ class QueueSpout(Spout):
 
     def ack(self, msg_id: int) -> None:
         self._in_flight.pop(msg_id, None)
-        self.acked += 1
+        self._acked[0] += 1
 
     def fail(self, msg_id: int) -> None:
         if msg_id in self._in_flight:

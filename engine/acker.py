@@ -32,12 +32,15 @@ _TASK_MASK = (1 << 12) - 1
 class AckLedger:
     """Tracks pending trees by XOR; every tree is decided at most once."""
 
-    __slots__ = ("_pending", "_resets", "_wheel", "acked", "failed", "timed_out")
+    __slots__ = ("_pending", "_resets", "_unknown", "_wheel", "acked", "failed", "timed_out")
 
     def __init__(self, timeout_secs: float, now: float, tick: float | None = None) -> None:
         self._pending: dict[int, int] = {}
         self._resets: dict[int, float] = {}
         self._wheel: TimerWheel[int] = TimerWheel(timeout_secs, now, tick)
+        # Entries whose spout task is unknown: messages that outlived their tree (or, in
+        # principle, came before its INIT). Kept as Storm does, but not counted as pending.
+        self._unknown = 0
         self.acked = 0
         self.failed = 0
         self.timed_out = 0
@@ -48,8 +51,8 @@ class AckLedger:
         return self._wheel.tick
 
     def __len__(self) -> int:
-        """Trees pending now."""
-        return len(self._pending)
+        """Trees pending now (entries whose spout task is known)."""
+        return len(self._pending) - self._unknown
 
     def __contains__(self, root: int) -> bool:
         return root in self._pending
@@ -85,27 +88,33 @@ class AckLedger:
         timers = self._wheel.bucket(now)
         for op in ops:
             kind, root = op[0], op[1]
-            packed = pending.get(root)
-            if packed is None:
+            found = pending.get(root)
+            new = found is None
+            if new:
                 # First sight of this root, possibly before its INIT (an ack raced it).
                 timers.append(root)
-                packed = 0
+            packed = found or 0
             if kind == INIT:
+                if not new:
+                    self._unknown -= 1  # it was waiting for this INIT
                 packed ^= (op[2] << _VAL_SHIFT) | op[3]
             elif kind == FAIL:
+                self._unknown += new
                 packed |= _FAILED
             else:
+                self._unknown += new
                 pending[root] = packed
                 self._resets[root] = now
                 continue
             self._decide(root, packed, out)
         for root, val in acks.items():
-            packed = pending.get(root)
-            if packed is None:
+            found = pending.get(root)
+            if found is None:
                 timers.append(root)
                 pending[root] = val << _VAL_SHIFT  # acked before its INIT: keep the XOR
+                self._unknown += 1
                 continue
-            packed ^= val << _VAL_SHIFT
+            packed = found ^ (val << _VAL_SHIFT)
             if packed >> _VAL_SHIFT == 0 and packed & _TASK_MASK:
                 del pending[root]
                 if self._resets:
@@ -152,7 +161,9 @@ class AckLedger:
                     continue
             del pending[root]
             task = packed & _TASK_MASK
-            if task:
+            if not task:
+                self._unknown -= 1
+            else:
                 self.timed_out += 1
                 self.failed += 1
                 out.append((FAIL, task, root))

@@ -11,6 +11,7 @@ from typing import Any
 from engine.collector import BasicOutputCollector, OutputCollector
 from engine.components import BasicBolt, Bolt
 from engine.context import TopologyContext
+from engine.errors import FailedException
 from engine.executor import bound, call
 from engine.tuples import Tuple
 
@@ -35,14 +36,22 @@ class _BasicAdapter(Bolt):
 class _SyncBasicAdapter(_BasicAdapter):
     def execute(self, tup: Tuple) -> None:
         self.basic.anchor = tup
-        self._execute[0](tup, self.basic)
+        try:
+            self._execute[0](tup, self.basic)
+        except FailedException:
+            self.collector.fail(tup)  # an expected outcome: not counted as an error
+            return
         self.collector.ack(tup)
 
 
 class _AsyncBasicAdapter(_BasicAdapter):
     async def execute(self, tup: Tuple) -> None:
         self.basic.anchor = tup
-        await self._execute[0](tup, self.basic)
+        try:
+            await self._execute[0](tup, self.basic)
+        except FailedException:
+            self.collector.fail(tup)
+            return
         self.collector.ack(tup)
 
 

@@ -200,7 +200,7 @@ class SpoutOutputCollector(_Collector):
         """Emit ``values``; returns the task ids it went to. ``msg_id`` tracks the tree."""
         route, targets = self._targets(values, stream)
         self._send(values, msg_id, route.source, targets)
-        return targets
+        return list(targets)
 
     def emit_direct(self, task_id: int, values: Sequence[Any], msg_id: Any = None,
                     stream: str = "default") -> None:
@@ -257,40 +257,45 @@ class OutputCollector(_Collector):
              stream: str = "default") -> list[int]:
         """Emit ``values`` anchored to ``anchors`` (a tuple, several, or None: unanchored).
 
-        Returns the target task ids; the list is the engine's own, copy it to change it.
+        Returns the task ids the tuple went to.
         """
         route = self._routes.get(stream)
         grouper = None if route is None else route.single
         if (grouper is not None and type(anchors) is Tuple and not self._debug
                 and len(values) == route.width):  # type: ignore[union-attr]
-            # The common case, inlined: one subscriber, one anchor, one target.
+            # The common case, inlined: one subscriber, one anchor.
+            src = route.source  # type: ignore[union-attr]
             targets = grouper.choose(values)
-            if len(targets) == 1:
-                t = targets[0]
-                roots = anchors.roots
-                if roots:
-                    edge = getrandbits(64) or 1
-                    anchors.ack_val ^= edge
-                    tup = Tuple(values, route.source, t,  # type: ignore[union-attr]
-                                (roots[0], edge) if len(roots) == 2 else _with_edge(roots, edge))
-                else:
-                    tup = Tuple(values, route.source, t, None)  # type: ignore[union-attr]
-                outbox = self._outbox
-                ex = outbox.task_executor[t]
-                buf = outbox.bufs.get(ex)
-                if buf is None:
-                    outbox.bufs[ex] = [tup]
-                else:
-                    buf.append(tup)
-                self._stats.emitted += 1
-                if not outbox.busy:
-                    outbox.schedule_flush()
-                return targets
+            if len(targets) != 1:
+                self._send(values, anchors, src, targets)
+                if not self._outbox.busy:
+                    self._outbox.schedule_flush()
+                return list(targets)
+            t = targets[0]
+            roots = anchors.roots
+            if roots:
+                edge = getrandbits(64) or 1
+                anchors.ack_val ^= edge
+                tup = Tuple(values, src, t,
+                            (roots[0], edge) if len(roots) == 2 else _with_edge(roots, edge))
+            else:
+                tup = Tuple(values, src, t, None)
+            outbox = self._outbox
+            ex = outbox.task_executor[t]
+            buf = outbox.bufs.get(ex)
+            if buf is None:
+                outbox.bufs[ex] = [tup]
+            else:
+                buf.append(tup)
+            self._stats.emitted += 1
+            if not outbox.busy:
+                outbox.schedule_flush()
+            return [t]
         route, targets = self._targets(values, stream)
         self._send(values, anchors, route.source, targets)
         if not self._outbox.busy:
             self._outbox.schedule_flush()
-        return targets
+        return list(targets)
 
     def emit_direct(self, task_id: int, values: Sequence[Any],
                     anchors: Tuple | Iterable[Tuple] | None = None,

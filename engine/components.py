@@ -55,7 +55,11 @@ class Spout(Component):
         """Called once per task before the first ``next_tuple``."""
 
     def next_tuple(self) -> Any:
-        """Emit zero or more tuples; emitting none makes the executor back off briefly."""
+        """Emit zero or more tuples; emitting none makes the executor back off briefly.
+
+        Return promptly: while it runs, acks, fails and timeouts wait for this task. An
+        ``async`` one that waits for input should bound the wait (say 0.1 s).
+        """
 
     def ack(self, msg_id: Any) -> Any:
         """The tree of the tuple emitted with ``msg_id`` was fully processed."""
@@ -76,8 +80,8 @@ class Spout(Component):
 class Bolt(Component):
     """A processing step with full control: anchor, ack and fail explicitly.
 
-    An exception escaping ``execute`` fails the input tuple, is counted as an error of the
-    component and logged; the executor keeps running.
+    Any exception escaping ``execute`` (``FailedException`` included) fails the input tuple,
+    is counted as an error of the component and logged; the executor keeps running.
     """
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext,

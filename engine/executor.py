@@ -19,7 +19,6 @@ from typing import Any
 from engine.acker import ACK, AckLedger
 from engine.collector import Outbox, OutputCollector, SpoutOutputCollector
 from engine.context import TopologyContext
-from engine.errors import FailedException
 from engine.queues import BatchQueue
 from engine.stats import LatencyReservoir, TaskStats
 from engine.tuples import SYSTEM_COMPONENT, TICK_STREAM, Fields, Source, Tuple
@@ -33,6 +32,18 @@ SPOUT_ROUND = 100
 IDLE_MIN_SECS = 0.0005
 IDLE_MAX_SECS = 0.01
 YIELD_EVERY_BATCHES = 8
+BACKPRESSURE_POLL_SECS = 0.01
+
+
+def _reraise_if_cancelled() -> None:
+    """Re-raise inside ``except CancelledError`` when this task itself is being cancelled.
+
+    A user coroutine can raise ``CancelledError`` of its own (an awaited future was
+    cancelled); that is the user's error, not a reason for the executor to stop.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 def bound(obj: Any, name: str) -> tuple[Callable[..., Any], bool]:
@@ -115,9 +126,10 @@ class SpoutExecutor:
             if self.active:
                 outbox.busy = True
                 for task in self.tasks:
-                    emitted += await self._round(task)
+                    if self.active:
+                        emitted += await self._round(task)
                 outbox.busy = False
-            await outbox.flush()
+            await self._flush()
             if emitted:
                 idle = IDLE_MIN_SECS
                 await asyncio.sleep(0)
@@ -129,8 +141,10 @@ class SpoutExecutor:
         coll, max_pending, pending = task.collector, self.max_pending, task.pending
         next_tuple, is_async = task.next_tuple
         start = coll.emit_count
-        for _ in range(SPOUT_ROUND):
-            if max_pending is not None and len(pending) >= max_pending:
+        # An async next_tuple may wait on its input: one call per round, so what it emitted
+        # is flushed and acks are drained before the next call can wait.
+        for _ in range(1 if is_async else SPOUT_ROUND):
+            if not self.active or (max_pending is not None and len(pending) >= max_pending):
                 break
             before = coll.emit_count
             try:
@@ -139,6 +153,10 @@ class SpoutExecutor:
                 else:
                     next_tuple()
             except Exception as exc:
+                coll.report_error(exc)
+                break
+            except asyncio.CancelledError as exc:
+                _reraise_if_cancelled()
                 coll.report_error(exc)
                 break
             if coll.emit_count == before or coll.emit_count - start >= SPOUT_ROUND:
@@ -175,6 +193,28 @@ class SpoutExecutor:
                     method(msg_id)
             except Exception as exc:
                 task.collector.report_error(exc)
+            except asyncio.CancelledError as exc:
+                _reraise_if_cancelled()
+                task.collector.report_error(exc)
+
+    async def _flush(self) -> None:
+        """Send the round's batches; while a destination is full, keep handling acks, fails
+        and timeouts (a fail must not wait for downstream room)."""
+        outbox = self.outbox
+        outbox.flush_acker_messages()
+        if not outbox.bufs:
+            return
+        bufs, outbox.bufs = outbox.bufs, {}
+        for ex, buf in bufs.items():
+            queue = outbox.queues[ex]
+            while queue.full():
+                if await self.queue.wait(BACKPRESSURE_POLL_SECS):
+                    item = self.queue.get_nowait()
+                    while item is not None:
+                        await self._on_outcomes(item)
+                        item = self.queue.get_nowait()
+                    outbox.flush_acker_messages()
+            queue.put_nowait(buf)
 
     @staticmethod
     async def _user(task: SpoutTask, method: tuple[Callable[..., Any], bool],
@@ -182,6 +222,9 @@ class SpoutExecutor:
         try:
             await call(method, msg_id)
         except Exception as exc:
+            task.collector.report_error(exc)
+        except asyncio.CancelledError as exc:
+            _reraise_if_cancelled()
             task.collector.report_error(exc)
 
 
@@ -225,18 +268,22 @@ class BoltExecutor:
             for tup in batch:
                 try:
                     await execute(tup)
-                except FailedException:
-                    coll.fail(tup)
                 except Exception as exc:
+                    coll.fail(tup)
+                    coll.report_error(exc)
+                except asyncio.CancelledError as exc:
+                    _reraise_if_cancelled()
                     coll.fail(tup)
                     coll.report_error(exc)
         else:
             for tup in batch:
                 try:
                     execute(tup)
-                except FailedException:
-                    coll.fail(tup)
                 except Exception as exc:
+                    coll.fail(tup)
+                    coll.report_error(exc)
+                except asyncio.CancelledError as exc:
+                    _reraise_if_cancelled()
                     coll.fail(tup)
                     coll.report_error(exc)
 

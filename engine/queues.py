@@ -41,6 +41,10 @@ class BatchQueue:
     def __len__(self) -> int:
         return len(self._items)
 
+    def full(self) -> bool:
+        """True while ``put`` would wait."""
+        return len(self._items) >= self.maxsize
+
     def put_nowait(self, batch: Any) -> None:
         """Append ``batch`` now, whatever the bound, and wake the consumer."""
         items = self._items

@@ -79,6 +79,8 @@ class RunningTopology:
         self.ackers: list[AckerExecutor] = []
         self.task_stats: dict[str, list[TaskStats]] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._kill_lock = asyncio.Lock()
+        self._killed = False
         self._wire()
 
     # -- wiring -------------------------------------------------------------------------
@@ -230,7 +232,17 @@ class RunningTopology:
         return self.spout_pending() == 0
 
     async def kill(self, wait_secs: float) -> None:
-        """Stop ``next_tuple``, let pending trees finish for up to ``wait_secs``, then close."""
+        """Stop ``next_tuple``, let pending trees finish for up to ``wait_secs``, then close.
+
+        Idempotent: a second call (say, leaving ``async with`` during a drain) waits for the
+        first to finish; ``close``/``cleanup`` run once.
+        """
+        async with self._kill_lock:
+            if not self._killed:
+                await self._kill(wait_secs)
+                self._killed = True
+
+    async def _kill(self, wait_secs: float) -> None:
         for sex in self.spout_executors:
             sex.active = False
             for st in sex.tasks:

@@ -15,7 +15,6 @@ from typing import Any
 from engine.collector import OutputCollector, SpoutOutputCollector
 from engine.components import Bolt, Spout
 from engine.context import TopologyContext
-from engine.errors import FailedException
 from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
 
@@ -96,8 +95,8 @@ class CaptureBolt(Bolt):
         self.captured.append((self.task_id, list(tup.values)))
         self.tuples.append(tup)
         if self.fail_on is not None and self.fail_on(tup.values):
-            raise FailedException(f"fail_on matched {list(tup.values)!r}")
-        if self.do_ack:
+            self.collector.fail(tup)
+        elif self.do_ack:
             self.collector.ack(tup)
 
     def values(self) -> list[list[Any]]:
