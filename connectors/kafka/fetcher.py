@@ -148,9 +148,18 @@ class Fetcher:
         batches = await self.consumer.getmany(timeout_ms=timeout_ms,
                                               max_records=self._fetch_max_records)
         for tp, records in batches.items():
+            if not records:
+                continue
             part = self.parts.get(tp)
-            if part is None or not records:
-                continue  # fetched before a revoke
+            if part is None:
+                # Assigned to the consumer but not (or no longer) tracked here: fetched
+                # while the assignment callback still runs (the consumer fetches new
+                # partitions before it returns) or after a revoke. The consumer's position
+                # moved past these records; rewind it so they are read again once the
+                # partition is tracked, or they would never be emitted while a later
+                # commit passes them.
+                self.consumer.seek(tp, records[0].offset)
+                continue
             if part.offsets is None:
                 part.offsets = PartitionOffsets(records[0].offset)
             cap = self.max_uncommitted

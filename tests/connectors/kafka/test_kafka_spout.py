@@ -3,6 +3,7 @@ that succeed, and a produce that fails."""
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from typing import Any
 
@@ -286,3 +287,47 @@ async def test_without_failed_topic_given_up_records_are_dropped_and_counted(
     assert (spout.metrics.dropped, spout.metrics.retried, spout.metrics.failed_records) == (
         10, 0, 0)
     assert await read_all(bootstrap, sink) == []
+
+
+class SlowToLookUpCommits(KafkaSpout):
+    """Its committed-offset look-ups take a while, as on a loaded machine: the consumer
+    starts fetching newly assigned partitions while the assignment callback still runs."""
+
+    async def _start_clients(self) -> None:
+        await super()._start_clients()
+        consumer = self._consumer
+        look_up = consumer.committed
+
+        async def slow_committed(tp: Any) -> Any:
+            await asyncio.sleep(0.3)
+            return await look_up(tp)
+
+        consumer.committed = slow_committed  # type: ignore[method-assign]
+
+
+async def test_records_fetched_during_a_slow_assignment_are_not_skipped(kafka_broker) -> None:
+    bootstrap = kafka_broker.bootstrap
+    topic, group = unique("slow-assign"), unique("g")
+    await kafka_broker.create_topic(topic, 2)
+    await produce(bootstrap, topic, [(None, b"%d" % i) for i in range(400)])
+    gate = Gate(hold=set())
+    builder = TopologyBuilder()
+    builder.set_spout("kafka", SlowToLookUpCommits(topic, bootstrap, group,
+                                                   fields=("partition", "value"),
+                                                   value_format="bytes",
+                                                   commit_interval_secs=0.2, **FAST_GROUP))
+    builder.set_bolt("gate", gate).shuffle_grouping("kafka")
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("slow-assign", Config(), builder.create_topology())
+        # Once the group has settled, more records: were the first ones skipped while the
+        # assignment callback ran, the commits would now pass them.
+        await asyncio.sleep(3)
+        await produce(bootstrap, topic, [(None, b"%d" % i) for i in range(400, 800)])
+        ends = await high_watermarks(bootstrap, topic)
+
+        async def done() -> bool:
+            return await committed(bootstrap, group, topic) == ends
+
+        await eventually(done, 20, "every record committed")
+        await cluster.kill_topology("slow-assign", wait_secs=5)
+    assert sorted(int(v) for _, v in gate.seen) == list(range(800))
