@@ -330,9 +330,6 @@ class AckerExecutor:
                 self._send(decided)
 
     def _send(self, decided: list[tuple[int, int, int]]) -> None:
-        stats = self.stats
-        stats.acked = self.ledger.acked
-        stats.failed = self.ledger.failed
         queues, texec = self._queues, self._task_executor
         if self._only is not None:
             queues[self._only].put_nowait(decided)

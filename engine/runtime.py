@@ -279,9 +279,7 @@ class RunningTopology:
                 for key, value in stats.as_dict().items():
                     totals[key] += value
             components[cid] = totals
-        for acker, stats in zip(self.ackers, self.task_stats["__acker"], strict=True):
-            stats.acked, stats.failed = acker.ledger.acked, acker.ledger.failed
-        if self.ackers:
+        if self.ackers:  # trees decided: the ledgers count them
             components["__acker"]["acked"] = sum(a.ledger.acked for a in self.ackers)
             components["__acker"]["failed"] = sum(a.ledger.failed for a in self.ackers)
             components["__acker"]["timed_out"] = sum(a.ledger.timed_out for a in self.ackers)
