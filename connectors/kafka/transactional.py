@@ -185,6 +185,15 @@ class _Reader:
                 await asyncio.sleep(0)
         return records
 
+    async def emit_following(self, attempt: TransactionAttempt, collector: BatchCollector,
+                             partition: int, last_meta: Any) -> dict[str, int]:
+        """Emit the batch after the one ``last_meta`` describes (the first: from the start)."""
+        start = (await self.first_offset(partition) if last_meta is None
+                 else int(last_meta["next"]))
+        records, end = await self.read_new(partition, start)
+        self.emit(attempt, collector, records)
+        return {"offset": start, "next": end}
+
     def emit(self, attempt: TransactionAttempt, collector: BatchCollector,
              records: list[Any]) -> None:
         for record in records:
@@ -204,14 +213,7 @@ class _Reader:
 
 
 class _PartitionedEmitter(_Reader):
-    async def emit_partition_batch_new(self, attempt: TransactionAttempt,
-                                       collector: BatchCollector, partition: int,
-                                       last_meta: Any) -> dict[str, int]:
-        start = (await self.first_offset(partition) if last_meta is None
-                 else int(last_meta["next"]))
-        records, end = await self.read_new(partition, start)
-        self.emit(attempt, collector, records)
-        return {"offset": start, "next": end}
+    emit_partition_batch_new = _Reader.emit_following
 
     async def emit_partition_batch(self, attempt: TransactionAttempt,
                                    collector: BatchCollector, partition: int,
@@ -221,14 +223,8 @@ class _PartitionedEmitter(_Reader):
 
 
 class _OpaqueEmitter(_Reader):
-    async def emit_partition_batch(self, attempt: TransactionAttempt,
-                                   collector: BatchCollector, partition: int,
-                                   last_meta: Any) -> dict[str, int]:
-        start = (await self.first_offset(partition) if last_meta is None
-                 else int(last_meta["next"]))
-        records, end = await self.read_new(partition, start)
-        self.emit(attempt, collector, records)
-        return {"offset": start, "next": end}
+    # Opaque: a replay also continues from the previous transaction's end.
+    emit_partition_batch = _Reader.emit_following
 
 
 class _KafkaSpoutBase:
