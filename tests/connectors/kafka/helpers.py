@@ -1,7 +1,12 @@
 """Kafka test kit: produce, read a topic to its fetch high watermark, read group offsets.
 
 Everything talks to the real test broker. Bounds come from the fetch response's high
-watermark, never ``end_offsets`` (wrong on Tansu 0.6.0, architecture.md).
+watermark, never ``end_offsets`` (wrong on Tansu 0.6.0, architecture.md). Reads start at
+offset 0, never at ``seek_to_beginning``: on Tansu 0.6.0, ListOffsets "earliest" for a
+partition written by several producers at once can answer the base offset of a later
+batch (seen: 24 and 25 instead of 0), which would hide the first records. Tansu keeps
+every record, so 0 is the true start; against a broker that deleted old records, the
+consumer's ``auto_offset_reset="earliest"`` moves an out-of-range 0 to the log start.
 """
 
 from __future__ import annotations
@@ -52,14 +57,26 @@ async def partitions(bootstrap: str, topic: str) -> list[TopicPartition]:
         await consumer.stop()
 
 
+def seek_to_start(consumer: AIOKafkaConsumer, tps: Iterable[TopicPartition]) -> None:
+    """Position ``tps`` at offset 0 (see the module docstring for why not the beginning)."""
+    for tp in tps:
+        consumer.seek(tp, 0)
+
+
+def reading_consumer(bootstrap: str) -> AIOKafkaConsumer:
+    """A group-less consumer for reading topics whole."""
+    return AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                            auto_offset_reset="earliest")
+
+
 async def read_all(bootstrap: str, topic: str, timeout: float = 20.0) -> list[Any]:
     """Every record of ``topic`` from the beginning to each partition's high watermark."""
     tps = await partitions(bootstrap, topic)
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = reading_consumer(bootstrap)
     await consumer.start()
     try:
         consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
+        seek_to_start(consumer, tps)
         records: list[Any] = []
         deadline = time.monotonic() + timeout
         while True:
@@ -79,11 +96,11 @@ async def read_all(bootstrap: str, topic: str, timeout: float = 20.0) -> list[An
 async def high_watermarks(bootstrap: str, topic: str) -> dict[int, int]:
     """Each partition's fetch high watermark (its true end), by reading it."""
     tps = await partitions(bootstrap, topic)
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = reading_consumer(bootstrap)
     await consumer.start()
     try:
         consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
+        seek_to_start(consumer, tps)
         deadline = time.monotonic() + 10
         while any(consumer.highwater(tp) is None for tp in tps):
             await consumer.getmany(timeout_ms=100, max_records=1)

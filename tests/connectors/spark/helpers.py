@@ -10,6 +10,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from connectors.kafka.failed import FailedRecord
+from tests.connectors.kafka.helpers import seek_to_start
 
 _names = itertools.count()
 
@@ -45,7 +46,9 @@ async def read_all(bootstrap: str, topic: str, partitions: int = 1,
                                 enable_auto_commit=False)
     await consumer.start()
     try:
-        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(tps)
+        seek_to_start(consumer, tps)  # not the broker's "earliest": see that helper
         records: list[ConsumerRecord] = []
         while True:
             batch = await consumer.getmany(timeout_ms=int(idle_s * 1000))
