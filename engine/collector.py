@@ -20,7 +20,7 @@ from random import getrandbits
 from typing import Any
 
 from engine.acker import FAIL, INIT, RESET
-from engine.grouping import Grouper
+from engine.grouping import CustomGrouper, Grouper
 from engine.queues import BatchQueue
 from engine.stats import TaskStats
 from engine.tuples import Source, Tuple
@@ -115,11 +115,19 @@ class Route:
     direct_targets: frozenset[int] = frozenset()
     # The one grouper of a stream with exactly one subscriber: the emit fast path.
     single: Grouper | None = None
+    # That subscriber's only task, where no grouping can choose another: no grouper call.
+    only: int = -1
+    only_targets: list[int] = field(default_factory=list)
     width: int = 0
 
     def freeze(self) -> None:
         """Precompute the fast path once every grouper is added."""
         self.single = self.groupers[0] if len(self.groupers) == 1 and not self.direct else None
+        self.only = -1
+        if self.single is not None and len(self.single.targets) == 1 \
+                and not isinstance(self.single, CustomGrouper):
+            self.only = self.single.targets[0]
+            self.only_targets = [self.only]
         self.width = len(self.source.fields)
 
 
@@ -149,6 +157,8 @@ class _Collector:
             raise ValueError(
                 f"{self._kind} {self._component!r}: emitted {len(values)} values on stream "
                 f"{stream!r}, which declares fields {list(route.source.fields)}")
+        if route.only >= 0:
+            return route, route.only_targets
         groupers = route.groupers
         if len(groupers) == 1:
             return route, groupers[0].choose(values)
@@ -252,6 +262,9 @@ class OutputCollector(_Collector):
     def __init__(self, component: str, task_id: int, routes: dict[str, Route], outbox: Outbox,
                  stats: TaskStats, debug: bool) -> None:
         super().__init__("bolt", component, task_id, routes, outbox, stats, debug)
+        # Streams eligible for emit's inlined path: one subscriber, not direct, no debug log.
+        self._fast = {} if debug else {stream: route for stream, route in routes.items()
+                                       if route.single is not None}
 
     def emit(self, values: Sequence[Any], anchors: Tuple | Iterable[Tuple] | None = None,
              stream: str = "default") -> list[int]:
@@ -259,27 +272,26 @@ class OutputCollector(_Collector):
 
         Returns the task ids the tuple went to.
         """
-        route = self._routes.get(stream)
-        grouper = None if route is None else route.single
-        if (grouper is not None and type(anchors) is Tuple and not self._debug
-                and len(values) == route.width):  # type: ignore[union-attr]
+        route = self._fast.get(stream)
+        if route is not None and type(anchors) is Tuple and len(values) == route.width:
             # The common case, inlined: one subscriber, one anchor.
-            src = route.source  # type: ignore[union-attr]
-            targets = grouper.choose(values)
-            if len(targets) != 1:
-                self._send(values, anchors, src, targets)
-                if not self._outbox.busy:
-                    self._outbox.schedule_flush()
-                return list(targets)
-            t = targets[0]
+            t = route.only
+            if t < 0:
+                targets = route.single.choose(values)  # type: ignore[union-attr]
+                if len(targets) != 1:
+                    self._send(values, anchors, route.source, targets)
+                    if not self._outbox.busy:
+                        self._outbox.schedule_flush()
+                    return list(targets)
+                t = targets[0]
             roots = anchors.roots
             if roots:
                 edge = getrandbits(64) or 1
                 anchors.ack_val ^= edge
-                tup = Tuple(values, src, t,
+                tup = Tuple(values, route.source, t,
                             (roots[0], edge) if len(roots) == 2 else _with_edge(roots, edge))
             else:
-                tup = Tuple(values, src, t, None)
+                tup = Tuple(values, route.source, t, None)
             outbox = self._outbox
             ex = outbox.task_executor[t]
             buf = outbox.bufs.get(ex)

@@ -64,16 +64,30 @@ class ShuffleGrouper(Grouper):
 class FieldsGrouper(Grouper):
     """Equal values of the grouping fields go to the same task."""
 
+    # Keys remembered per grouper; past this many the memo starts over (bounded memory).
+    MEMO_SIZE = 65536
+
     def __init__(self, targets: list[int], indexes: list[int]) -> None:
         super().__init__(targets)
         self._indexes = indexes
         self._single = indexes[0] if len(indexes) == 1 else None
         self._n = len(self._singletons)
+        # One grouping field of type str: hashing is the cost, and keys repeat.
+        self._memo: dict[str, list[int]] = {}
 
     def choose(self, values: Sequence[Any]) -> list[int]:
         if self._single is not None:
             value = values[self._single]
-            h = crc32(value.encode()) if type(value) is str else stable_hash((value,))
+            if type(value) is str:
+                hit = self._memo.get(value)
+                if hit is not None:
+                    return hit
+                hit = self._singletons[crc32(value.encode()) % self._n]
+                if len(self._memo) >= self.MEMO_SIZE:
+                    self._memo.clear()
+                self._memo[value] = hit
+                return hit
+            h = stable_hash((value,))
         else:
             h = stable_hash([values[i] for i in self._indexes])
         return self._singletons[h % self._n]

@@ -121,3 +121,37 @@ def test_fields_grouping_is_stable_across_processes() -> None:
                               env={"PYTHONHASHSEED": seed}, check=True).stdout
                for seed in ("1", "2", "3")}
     assert len(outputs) == 1
+
+
+def test_fields_grouping_memo_gives_the_hash_answer_and_stays_bounded() -> None:
+    from engine.grouping import FieldsGrouper
+
+    g = FieldsGrouper([1, 2, 3, 4, 5], [0])
+    g.MEMO_SIZE = 8
+    words = [f"w{i}" for i in range(50)] * 2  # every key twice: misses, then hits
+    for w in words:
+        assert g.choose([w]) == [[1, 2, 3, 4, 5][zlib.crc32(w.encode()) % 5]]
+        assert len(g._memo) <= 8
+
+
+async def test_a_single_target_custom_grouping_is_still_asked() -> None:
+    class Counting:
+        calls = 0
+
+        def prepare(self, context: Any, stream: Any, targets: list[int]) -> None:
+            self.targets = targets
+
+        def choose_tasks(self, task_id: int, values: list[Any]) -> list[int]:
+            Counting.calls += 1
+            return self.targets
+
+    spout, sink = FeederSpout(["k"]), CaptureBolt()
+    b = TopologyBuilder()
+    b.set_spout("s", spout)
+    b.set_bolt("sink", sink).custom_grouping("s", Counting())
+    for i in range(5):
+        spout.feed([i], msg_id=i)
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("c", {}, b.create_topology())
+        await wait_until(lambda: len(spout.acked()) == 5)
+    assert Counting.calls == 5
