@@ -362,19 +362,21 @@ class OutputCollector(_Collector):
         """``tup`` is processed: its edge leaves every tree it belongs to."""
         self._stats.acked += 1
         roots = tup.roots
-        if roots:
-            av, n, per_acker = tup.ack_val, self._num_ackers, self._outbox.acker_acks
-            if len(roots) == 2:  # one root: the common case
-                r = roots[0]
-                acks = per_acker[0 if n == 1 else r % n]
-                acks[r] = acks.get(r, 0) ^ roots[1] ^ av
-            else:
-                for i in range(0, len(roots), 2):
-                    r = roots[i]
-                    acks = per_acker[0 if n == 1 else r % n]
-                    acks[r] = acks.get(r, 0) ^ roots[i + 1] ^ av
-            if not self._outbox.busy:
-                self._outbox.schedule_flush()
+        if not roots:
+            return
+        outbox = self._outbox
+        if len(roots) == 2 and self._num_ackers == 1:  # one root, one acker: the common case
+            r = roots[0]
+            acks = outbox.acker_acks[0]
+            acks[r] = acks.get(r, 0) ^ roots[1] ^ tup.ack_val
+        else:
+            av, n, per_acker = tup.ack_val, self._num_ackers, outbox.acker_acks
+            for i in range(0, len(roots), 2):
+                r = roots[i]
+                acks = per_acker[r % n]
+                acks[r] = acks.get(r, 0) ^ roots[i + 1] ^ av
+        if not outbox.busy:
+            outbox.schedule_flush()
 
     def fail(self, tup: Tuple) -> None:
         """Fail every tree ``tup`` belongs to, at once."""
