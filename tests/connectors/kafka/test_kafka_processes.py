@@ -110,9 +110,10 @@ async def explain_missing(bootstrap: str, source: str, sink: str,
     src = {r.value: (r.partition, r.offset) for r in await read_all(bootstrap, source)}
     await asyncio.sleep(1.0)
     out = await read_all(bootstrap, sink)
+    written = {r.value for r in out}
     missing: dict[int, list[int]] = {}
     for value, (partition, offset) in src.items():
-        if value not in {r.value for r in out}:
+        if value not in written:
             missing.setdefault(partition, []).append(offset)
     lines = [f"missing after a second read: {{partition: runs}} "
              f"{ {p: _runs(sorted(o)) for p, o in sorted(missing.items())} }"]

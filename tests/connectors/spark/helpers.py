@@ -6,11 +6,11 @@ import itertools
 import uuid
 from collections.abc import Iterable
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from connectors.kafka.failed import FailedRecord
-from tests.connectors.kafka.helpers import seek_to_start
+from tests.connectors.kafka.helpers import reading_consumer, seek_to_start
 
 _names = itertools.count()
 
@@ -42,8 +42,7 @@ async def produce(bootstrap: str, topic: str, payloads: Iterable[bytes],
 async def read_all(bootstrap: str, topic: str, partitions: int = 1,
                    idle_s: float = 1.5) -> list[ConsumerRecord]:
     """Every record of ``topic`` (all partitions), read until ``idle_s`` passes with none."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                                enable_auto_commit=False)
+    consumer = reading_consumer(bootstrap)
     await consumer.start()
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
