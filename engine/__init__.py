@@ -20,6 +20,7 @@ from engine.config import (
 from engine.context import TopologyContext
 from engine.errors import ConfigError, FailedException, TopologyError
 from engine.gc_tuning import tune_gc
+from engine.hotpath import warn_if_stale
 from engine.topology import OutputFieldsDeclarer, Topology, TopologyBuilder
 from engine.tuples import Fields, Tuple
 
@@ -50,3 +51,5 @@ __all__ = [
     "Tuple",
     "tune_gc",
 ]
+
+warn_if_stale()

@@ -7,6 +7,9 @@ from collections import deque
 __all__ = ["LatencyReservoir", "TaskStats"]
 
 
+_COUNTERS = ("acked", "emitted", "errors", "executed", "failed")
+
+
 class TaskStats:
     """Monotonic counters of one task (plain ints on the hot path)."""
 
@@ -21,7 +24,7 @@ class TaskStats:
 
     def as_dict(self) -> dict[str, int]:
         """The counters by name."""
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {name: getattr(self, name) for name in _COUNTERS}
 
 
 class LatencyReservoir:

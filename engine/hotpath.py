@@ -1,0 +1,65 @@
+"""The hot-path modules, and whether they run compiled (mypyc) or as plain Python.
+
+``setup.py`` compiles exactly ``MODULES``. A compiled module shadows its ``.py`` file, so
+an edit to the source does nothing until the package is installed again: ``stale()``
+names such modules and importing ``engine`` warns about them.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+
+__all__ = ["MODULES", "compiled", "stale", "warn_if_stale"]
+
+# Everything a tuple passes through between a spout's emit and its ack; this module
+# imports nothing from the engine so that setup.py can read the list before install.
+MODULES = (
+    "engine.acker",
+    "engine.collector",
+    "engine.executor",
+    "engine.grouping",
+    "engine.queues",
+    "engine.stats",
+    "engine.timer_wheel",
+    "engine.tuples",
+)
+
+
+def _is_extension(path: str) -> bool:
+    return any(path.endswith(suffix) for suffix in EXTENSION_SUFFIXES)
+
+
+def compiled() -> bool:
+    """True when every hot-path module was loaded from a compiled extension."""
+    return all(_is_extension(getattr(sys.modules.get(m), "__file__", "") or "")
+               for m in MODULES)
+
+
+def stale() -> list[str]:
+    """Loaded compiled modules whose ``.py`` source is newer than the compiled file."""
+    # Found by name beside this file: a mypyc module's __file__ names a wrong directory.
+    here = Path(__file__).parent
+    out = []
+    for name in MODULES:
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if not path or not _is_extension(path):
+            continue
+        stem = name.rsplit(".", 1)[1]
+        built = [here / (stem + suffix) for suffix in EXTENSION_SUFFIXES]
+        times = [p.stat().st_mtime for p in built if p.exists()]
+        source = here / (stem + ".py")
+        if times and source.exists() and source.stat().st_mtime > max(times):
+            out.append(name)
+    return out
+
+
+def warn_if_stale() -> None:
+    """Warn, once per import of ``engine``, about compiled modules older than their source."""
+    old = stale()
+    if old:
+        warnings.warn(f"compiled {', '.join(old)} older than the source: edits to it are not "
+                      f"running; install again (pip install -e .) or set STORMLOOP_PURE=1 "
+                      f"when installing to run plain Python", RuntimeWarning, stacklevel=2)
