@@ -115,12 +115,12 @@ class AckLedger:
                 self._unknown += 1
                 continue
             packed = found ^ (val << _VAL_SHIFT)
-            if packed >> _VAL_SHIFT == 0 and packed & _TASK_MASK:
+            if 0 < packed < _FAILED:  # ack_val zero, spout task known, not failed
                 del pending[root]
                 if self._resets:
                     self._resets.pop(root, None)
                 self.acked += 1
-                out.append((ACK, packed & _TASK_MASK, root))
+                out.append((ACK, packed, root))
             elif packed & _FAILED and packed & _TASK_MASK:
                 self._decide(root, packed, out)
             else:

@@ -6,8 +6,8 @@ round, so nothing here awaits and nothing is allocated per tuple beyond the tupl
 
 Anchoring follows Storm's ``BoltOutputCollectorImpl``: one fresh edge id per (anchor,
 target task), XOR-ed into the anchor's ``ack_val`` and into the new tuple's roots;
-``ack(t)`` sends ``edge ^ ack_val`` to each of ``t``'s roots. Roots travel as a flat tuple
-``(root, edge, root, edge, ...)``: a two-item tuple costs far less than a dict per tuple.
+``ack(t)`` sends ``edge ^ ack_val`` to each of ``t``'s roots. A tuple's first (root, edge)
+pair is two fields of the tuple; pairs of further trees travel flattened in ``more``.
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from random import getrandbits
 from typing import Any
+
+from mypy_extensions import i64
 
 from engine.acker import FAIL, INIT, RESET
 from engine.grouping import CustomGrouper, Grouper
 from engine.queues import BatchQueue
 from engine.stats import TaskStats
-from engine.tuples import Source, Tuple
+from engine.tuples import IdSource, Source, Tuple
 
 __all__ = [
     "BasicOutputCollector",
@@ -36,9 +37,23 @@ __all__ = [
 log = logging.getLogger("engine")
 
 
-def _with_edge(roots: tuple[int, ...], edge: int) -> tuple[int, ...]:
-    """``roots`` with every edge replaced by ``edge``: the child's roots for one anchor."""
-    return tuple(x for r in roots[::2] for x in (r, edge))
+def _with_edge(more: tuple[int, ...] | None, edge: i64) -> tuple[int, ...] | None:
+    """``more`` with every edge replaced by ``edge``: the child's further roots for one anchor."""
+    if more is None:
+        return None
+    e = int(edge)
+    return tuple(x for r in more[::2] for x in (r, e))
+
+
+def _pairs(tup: Tuple) -> list[tuple[int, int]]:
+    """Every (root, edge) pair of ``tup`` (none if untracked)."""
+    if not tup.root:
+        return []
+    pairs = [(tup.root, int(tup.edge))]
+    more = tup.more
+    if more is not None:
+        pairs.extend((more[i], more[i + 1]) for i in range(0, len(more), 2))
+    return pairs
 
 
 class Outbox:
@@ -64,7 +79,7 @@ class Outbox:
         # Per acker: INIT/FAIL/RESET messages in order, and ACKs coalesced per root by XOR
         # (associative and commutative, so one message per root per batch says the same).
         self.acker_bufs: list[list[tuple]] = [[] for _ in acker_queues]
-        self.acker_acks: list[dict[int, int]] = [{} for _ in acker_queues]
+        self.acker_acks: list[dict[int, i64]] = [{} for _ in acker_queues]
         # True while the executor runs user code it will flush after; calls made at other
         # times (from the user's own tasks or callbacks) schedule a flush instead.
         self.busy = False
@@ -144,6 +159,7 @@ class _Collector:
         self._stats = stats
         self._debug = debug
         self._num_ackers = len(outbox.acker_bufs)
+        self._ids = IdSource()
 
     def _targets(self, values: Sequence[Any], stream: str) -> tuple[Route, list[int]]:
         route = self._routes.get(stream)
@@ -230,23 +246,24 @@ class SpoutOutputCollector(_Collector):
                 ex = texec[t]
                 buf = bufs.get(ex)
                 if buf is None:
-                    bufs[ex] = [Tuple(values, src, t, None)]
+                    bufs[ex] = [Tuple(values, src, t)]
                 else:
-                    buf.append(Tuple(values, src, t, None))
+                    buf.append(Tuple(values, src, t))
             if msg_id is not None:
                 self.immediate_acks.append(msg_id)
             return
-        root = getrandbits(64) or 1
-        val = 0
+        ids = self._ids
+        root: Any = int(ids.take())  # boxed once: the pending key, the INIT, every tuple
+        val: i64 = 0
         for t in targets:
-            edge = getrandbits(64) or 1
+            edge = ids.take()
             val ^= edge
             ex = texec[t]
             buf = bufs.get(ex)
             if buf is None:
-                bufs[ex] = [Tuple(values, src, t, (root, edge))]
+                bufs[ex] = [Tuple(values, src, t, root, edge)]
             else:
-                buf.append(Tuple(values, src, t, (root, edge)))
+                buf.append(Tuple(values, src, t, root, edge))
         self._pending[root] = msg_id
         self._sample_next -= 1
         if self._sample_next == 0:
@@ -284,14 +301,15 @@ class OutputCollector(_Collector):
                         self._outbox.schedule_flush()
                     return list(targets)
                 t = targets[0]
-            roots = anchors.roots
-            if roots:
-                edge = getrandbits(64) or 1
+            root = anchors.root
+            if root:
+                edge = self._ids.take()
                 anchors.ack_val ^= edge
-                tup = Tuple(values, route.source, t,
-                            (roots[0], edge) if len(roots) == 2 else _with_edge(roots, edge))
+                more = anchors.more
+                tup = Tuple(values, route.source, t, root, edge,
+                            None if more is None else _with_edge(more, edge))
             else:
-                tup = Tuple(values, route.source, t, None)
+                tup = Tuple(values, route.source, t)
             outbox = self._outbox
             ex = outbox.task_executor[t]
             buf = outbox.bufs.get(ex)
@@ -325,14 +343,14 @@ class OutputCollector(_Collector):
         if self._debug:
             self._log_emit(values, src.stream, targets)
         if type(anchors) is Tuple:
-            anchor_roots = anchors.roots
+            root = anchors.root
             for t in targets:
-                if anchor_roots:
-                    edge = getrandbits(64) or 1
+                if root:
+                    edge = self._ids.take()
                     anchors.ack_val ^= edge
-                    tup = Tuple(values, src, t, _with_edge(anchor_roots, edge))
+                    tup = Tuple(values, src, t, root, edge, _with_edge(anchors.more, edge))
                 else:
-                    tup = Tuple(values, src, t, None)
+                    tup = Tuple(values, src, t)
                 ex = texec[t]
                 buf = bufs.get(ex)
                 if buf is None:
@@ -340,41 +358,42 @@ class OutputCollector(_Collector):
                 else:
                     buf.append(tup)
             return
-        anchor_list = [] if anchors is None else [a for a in anchors if a.roots]
+        anchor_list = [] if anchors is None else [a for a in anchors if a.root]
         for t in targets:
-            roots: tuple[int, ...] | None = None
+            tup = Tuple(values, src, t)
             if anchor_list:
-                merged: dict[int, int] = {}
+                merged: dict[int, i64] = {}
                 for a in anchor_list:
-                    edge = getrandbits(64) or 1
+                    edge = self._ids.take()
                     a.ack_val ^= edge
-                    for r in a.roots[::2]:  # type: ignore[index]
+                    for r, _ in _pairs(a):
                         merged[r] = merged.get(r, 0) ^ edge
-                roots = tuple(x for pair in merged.items() for x in pair)
+                pairs = list(merged.items())
+                tup.root, tup.edge = pairs[0]
+                if len(pairs) > 1:
+                    tup.more = tuple(x for r, e in pairs[1:] for x in (r, int(e)))
             ex = texec[t]
             buf = bufs.get(ex)
             if buf is None:
-                bufs[ex] = [Tuple(values, src, t, roots)]
+                bufs[ex] = [tup]
             else:
-                buf.append(Tuple(values, src, t, roots))
+                buf.append(tup)
 
     def ack(self, tup: Tuple) -> None:
         """``tup`` is processed: its edge leaves every tree it belongs to."""
         self._stats.acked += 1
-        roots = tup.roots
-        if not roots:
+        root = tup.root
+        if not root:
             return
         outbox = self._outbox
-        if len(roots) == 2 and self._num_ackers == 1:  # one root, one acker: the common case
-            r = roots[0]
+        if tup.more is None and self._num_ackers == 1:  # one root, one acker: the common case
             acks = outbox.acker_acks[0]
-            acks[r] = acks.get(r, 0) ^ roots[1] ^ tup.ack_val
+            acks[root] = acks.get(root, 0) ^ tup.edge ^ tup.ack_val
         else:
             av, n, per_acker = tup.ack_val, self._num_ackers, outbox.acker_acks
-            for i in range(0, len(roots), 2):
-                r = roots[i]
+            for r, edge in _pairs(tup):
                 acks = per_acker[r % n]
-                acks[r] = acks.get(r, 0) ^ roots[i + 1] ^ av
+                acks[r] = acks.get(r, 0) ^ i64(edge) ^ av
         if not outbox.busy:
             outbox.schedule_flush()
 
@@ -389,9 +408,9 @@ class OutputCollector(_Collector):
         self._outbox.flush_acker_messages()
 
     def _to_roots(self, tup: Tuple, kind: int) -> None:
-        if tup.roots:
+        if tup.root:
             n, bufs = self._num_ackers, self._outbox.acker_bufs
-            for r in tup.roots[::2]:
+            for r, _ in _pairs(tup):
                 bufs[r % n].append((kind, r))
             if not self._outbox.busy:
                 self._outbox.schedule_flush()

@@ -293,7 +293,7 @@ class BoltExecutor:
         while True:
             await asyncio.sleep(every)
             for task in self.tasks:
-                self.queue.put_nowait([Tuple((), src, task.task_id, None)])
+                self.queue.put_nowait([Tuple((), src, task.task_id)])
 
 
 class AckerExecutor:

@@ -48,7 +48,9 @@ def stale() -> list[str]:
         if not path or not _is_extension(path):
             continue
         stem = name.rsplit(".", 1)[1]
-        built = [here / (stem + suffix) for suffix in EXTENSION_SUFFIXES]
+        # The module's own file, and the library that holds the code of every module.
+        built = [here / (base + suffix) for base in (stem, "_hotpath__mypyc")
+                 for suffix in EXTENSION_SUFFIXES]
         times = [p.stat().st_mtime for p in built if p.exists()]
         source = here / (stem + ".py")
         if times and source.exists() and source.stat().st_mtime > max(times):

@@ -1,26 +1,58 @@
 """Tuples and fields: the per-tuple objects of the hot path (``__slots__``, no dict).
 
 A ``Tuple`` carries its values, a shared ``Source`` (component, task, stream, fields) and,
-when it belongs to tracked trees, ``roots``: the pairs of Storm's ``MessageId.anchorsToIds``
-flattened as ``(root_id, edge_id, root_id, edge_id, ...)``; ``ack_val`` accumulates the edge
-ids of the tuples anchored on it.
+when it belongs to tracked trees, the pairs of Storm's ``MessageId.anchorsToIds``: the
+first as ``root`` and ``edge`` (most tuples belong to one tree, and two native fields cost
+far less than a container per tuple), any further ones flattened in ``more``;
+``ack_val`` accumulates the edge ids of the tuples anchored on it.
+
+Root and edge ids are random signed 64-bit ints, as Storm's Java longs are: compiled, the
+XORs on edge ids are machine instructions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from random import getrandbits
-from typing import Any
+from random import randbytes
+from typing import Any, Final
 
-__all__ = ["Fields", "Source", "Tuple", "new_id"]
+from mypy_extensions import i64
+
+__all__ = ["Fields", "IdSource", "Source", "Tuple"]
 
 SYSTEM_COMPONENT = "__system"
 TICK_STREAM = "__tick"
 
 
-def new_id() -> int:
-    """A random, non-zero 64-bit id (a zero edge would vanish from an XOR ledger)."""
-    return getrandbits(64) or 1
+ID_BATCH: Final = 1024
+
+
+class IdSource:
+    """Random, non-zero, signed 64-bit ids (a zero would vanish from an XOR ledger).
+
+    The bytes come from the ``random`` module ``ID_BATCH`` ids at a time and are put
+    together here: compiled, that is a few machine instructions per id, where one
+    ``getrandbits`` call per id cost more than the XORs the id feeds.
+    """
+
+    __slots__ = ("_at", "_bytes")
+
+    def __init__(self) -> None:
+        self._bytes = b""
+        self._at: i64 = 0
+
+    def take(self) -> i64:
+        """The next id."""
+        b, at = self._bytes, self._at
+        if at == len(b):
+            b = self._bytes = randbytes(8 * ID_BATCH)
+            at = 0
+        self._at = at + 8
+        top: i64 = b[at + 7]
+        new: i64 = ((top - 256 if top > 127 else top) << 56 | i64(b[at + 6]) << 48
+                    | i64(b[at + 5]) << 40 | i64(b[at + 4]) << 32 | i64(b[at + 3]) << 24
+                    | i64(b[at + 2]) << 16 | i64(b[at + 1]) << 8 | i64(b[at]))
+        return new or 1
 
 
 class Fields(Sequence[str]):
@@ -82,15 +114,28 @@ class Source:
 class Tuple:
     """A tuple as a bolt sees it: ``tup.values``, ``tup[0]``, ``tup["word"]``, ``len(tup)``."""
 
-    __slots__ = ("_src", "ack_val", "dest", "roots", "values")
+    __slots__ = ("_src", "ack_val", "dest", "edge", "more", "root", "values")
 
-    def __init__(self, values: Sequence[Any], src: Source, dest: int,
-                 roots: tuple[int, ...] | None) -> None:
+    def __init__(self, values: Sequence[Any], src: Source, dest: int, root: Any = 0,
+                 edge: i64 = 0, more: tuple[int, ...] | None = None) -> None:
         self.values = values
         self._src = src
         self.dest = dest
-        self.roots = roots
-        self.ack_val = 0
+        # An int, typed Any so that compiled code keeps the boxed object: the root is only
+        # ever a dict key, and one object shared by a tree's tuples is never boxed again.
+        self.root = root
+        self.edge = edge
+        self.more = more
+        self.ack_val: i64 = 0
+
+    @property
+    def roots(self) -> tuple[int, ...] | None:
+        """Every ``(root id, edge id)`` pair of the trees it belongs to, flattened; None if
+        untracked."""
+        if not self.root:
+            return None
+        first = (self.root, int(self.edge))
+        return first if self.more is None else first + self.more
 
     @property
     def fields(self) -> Fields:
