@@ -4,6 +4,12 @@ Spouts and bolts form a topology; every tuple emitted with a ``msg_id`` starts a
 tracked by XOR ackers, and the spout hears exactly one of ``ack`` or ``fail`` for it.
 """
 
+from engine import hotpath
+
+hotpath.prefer_source()  # before any hot-path module is imported
+
+# ruff: noqa: E402 (the switch above must run before these imports)
+
 from engine.cluster import LocalCluster
 from engine.collector import BasicOutputCollector, OutputCollector, SpoutOutputCollector
 from engine.components import BasicBolt, Bolt, Spout
@@ -20,7 +26,6 @@ from engine.config import (
 from engine.context import TopologyContext
 from engine.errors import ConfigError, FailedException, TopologyError
 from engine.gc_tuning import tune_gc
-from engine.hotpath import warn_if_stale
 from engine.topology import OutputFieldsDeclarer, Topology, TopologyBuilder
 from engine.tuples import Fields, Tuple
 
@@ -52,4 +57,4 @@ __all__ = [
     "tune_gc",
 ]
 
-warn_if_stale()
+hotpath.warn_if_stale()

@@ -2,17 +2,27 @@
 
 ``setup.py`` compiles exactly ``MODULES``. A compiled module shadows its ``.py`` file, so
 an edit to the source does nothing until the package is installed again: ``stale()``
-names such modules and importing ``engine`` warns about them.
+names such modules and importing ``engine`` warns about them. With ``STORMLOOP_PURE=1``
+in the environment, ``engine`` imports its plain Python modules even where compiled
+ones are installed (to profile or debug the Python, or to compare).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
-from importlib.machinery import EXTENSION_SUFFIXES
+from importlib.machinery import (
+    BYTECODE_SUFFIXES,
+    EXTENSION_SUFFIXES,
+    SOURCE_SUFFIXES,
+    FileFinder,
+    SourceFileLoader,
+    SourcelessFileLoader,
+)
 from pathlib import Path
 
-__all__ = ["MODULES", "compiled", "stale", "warn_if_stale"]
+__all__ = ["MODULES", "compiled", "prefer_source", "stale", "warn_if_stale"]
 
 # Everything a tuple passes through between a spout's emit and its ack; this module
 # imports nothing from the engine so that setup.py can read the list before install.
@@ -56,6 +66,19 @@ def stale() -> list[str]:
         if times and source.exists() and source.stat().st_mtime > max(times):
             out.append(name)
     return out
+
+
+def prefer_source() -> bool:
+    """Under ``STORMLOOP_PURE=1``, make the engine package import ``.py`` files only.
+
+    Must run before the hot-path modules are imported; returns whether it took effect.
+    """
+    if not os.environ.get("STORMLOOP_PURE"):
+        return False
+    here = str(Path(__file__).parent)
+    sys.path_importer_cache[here] = FileFinder(
+        here, (SourceFileLoader, SOURCE_SUFFIXES), (SourcelessFileLoader, BYTECODE_SUFFIXES))
+    return True
 
 
 def warn_if_stale() -> None:

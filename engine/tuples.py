@@ -12,6 +12,7 @@ XORs on edge ids are machine instructions.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from random import randbytes
 from typing import Any, Final
@@ -25,33 +26,43 @@ TICK_STREAM = "__tick"
 
 
 ID_BATCH: Final = 1024
+# Compiled (a mypyc extension), this module puts ids together from bytes in a few machine
+# instructions; interpreted, the ints of an ``array`` are cheaper than that Python code.
+_COMPILED: Final = not __file__.endswith(".py")
 
 
 class IdSource:
     """Random, non-zero, signed 64-bit ids (a zero would vanish from an XOR ledger).
 
-    The bytes come from the ``random`` module ``ID_BATCH`` ids at a time and are put
-    together here: compiled, that is a few machine instructions per id, where one
+    Random bytes come from the ``random`` module ``ID_BATCH`` ids at a time: one
     ``getrandbits`` call per id cost more than the XORs the id feeds.
     """
 
-    __slots__ = ("_at", "_bytes")
+    __slots__ = ("_at", "_bytes", "_ints")
 
     def __init__(self) -> None:
         self._bytes = b""
         self._at: i64 = 0
+        self._ints: list[int] = []
 
     def take(self) -> i64:
         """The next id."""
+        if not _COMPILED:
+            ints = self._ints
+            if not ints:
+                ints = self._ints = array("q", randbytes(8 * ID_BATCH)).tolist()
+            got: i64 = ints.pop()
+            return got or 1
         b, at = self._bytes, self._at
         if at == len(b):
             b = self._bytes = randbytes(8 * ID_BATCH)
             at = 0
         self._at = at + 8
         top: i64 = b[at + 7]
-        new: i64 = ((top - 256 if top > 127 else top) << 56 | i64(b[at + 6]) << 48
-                    | i64(b[at + 5]) << 40 | i64(b[at + 4]) << 32 | i64(b[at + 3]) << 24
-                    | i64(b[at + 2]) << 16 | i64(b[at + 1]) << 8 | i64(b[at]))
+        if top > 127:
+            top -= 256
+        new: i64 = (top << 56 | b[at + 6] << 48 | b[at + 5] << 40 | b[at + 4] << 32
+                    | b[at + 3] << 24 | b[at + 2] << 16 | b[at + 1] << 8 | b[at])
         return new or 1
 
 
