@@ -98,6 +98,9 @@ class AckLedger:
                 if not new:
                     self._unknown -= 1  # it was waiting for this INIT
                 packed ^= (op[2] << _VAL_SHIFT) | op[3]
+                if new and not 0 < packed < _FAILED:
+                    pending[root] = packed  # the common case: a new tree, not yet complete
+                    continue
             elif kind == FAIL:
                 self._unknown += new
                 packed |= _FAILED
