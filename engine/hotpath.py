@@ -48,15 +48,12 @@ def compiled() -> bool:
                for m in MODULES)
 
 
-def stale() -> list[str]:
-    """Loaded compiled modules whose ``.py`` source is newer than the compiled file."""
-    # Found by name beside this file: a mypyc module's __file__ names a wrong directory.
-    here = Path(__file__).parent
+def stale(directory: Path | None = None) -> list[str]:
+    """Hot-path modules whose ``.py`` source is newer than their compiled file in
+    ``directory`` (default: the installed package's own)."""
+    here = directory if directory is not None else Path(__file__).parent
     out = []
     for name in MODULES:
-        path = getattr(sys.modules.get(name), "__file__", None)
-        if not path or not _is_extension(path):
-            continue
         stem = name.rsplit(".", 1)[1]
         # The module's own file, and the library that holds the code of every module.
         built = [here / (base + suffix) for base in (stem, "_hotpath__mypyc")
@@ -82,8 +79,9 @@ def prefer_source() -> bool:
 
 
 def warn_if_stale() -> None:
-    """Warn, once per import of ``engine``, about compiled modules older than their source."""
-    old = stale()
+    """Warn, once per import of ``engine``, about compiled modules older than their source
+    (unless ``STORMLOOP_PURE`` runs the sources)."""
+    old = [] if os.environ.get("STORMLOOP_PURE") else stale()
     if old:
         warnings.warn(f"compiled {', '.join(old)} older than the source: edits to it are not "
                       f"running; install again (pip install -e .) or set STORMLOOP_PURE=1 "

@@ -25,6 +25,7 @@ from benchlib import (
     bytewax_words_per_sec,
     complete_latency,
     engine_words_per_sec,
+    hot_path,
     make_sentences,
     timeout_lateness,
     wheel_expiry_cpu,
@@ -49,7 +50,7 @@ def _verdict(name: str, value: float) -> str:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     sentences = make_sentences(args.sentences)
     r: dict[str, Any] = {"machine": platform.platform(), "sentences": args.sentences,
-                         "runs": args.runs}
+                         "runs": args.runs, "hot_path": hot_path()}
     both = acked_and_unacked(args.sentences, args.runs)
     r["engine_acked_words_per_sec"] = both["acked"]
     r["engine_unacked_words_per_sec"] = both["unacked"]
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(r: dict[str, Any]) -> str:
     rows = [
+        ("engine hot path", r["hot_path"], ""),
         ("engine word count, ackers on", f"{r['engine_acked_words_per_sec']:,.0f} words/s", ""),
         ("engine word count, ackers off", f"{r['engine_unacked_words_per_sec']:,.0f} words/s",
          ""),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from benchlib import acked_and_unacked, complete_latency, make_sentences
+from benchlib import acked_and_unacked, complete_latency, hot_path, make_sentences
 
 
 def main() -> None:
@@ -21,7 +21,7 @@ def main() -> None:
     rate = acked / 10 / 2
     latency = complete_latency(sentences, rate)
     print(f"word count, {args.sentences:,} sentences x 10 words, best of {args.runs} "
-          f"(each run a fresh process, modes interleaved)")
+          f"(each run a fresh process, modes interleaved; hot path {hot_path()})")
     print(f"  ackers on   {acked:>12,.0f} words/s")
     print(f"  ackers off  {unacked:>12,.0f} words/s")
     print(f"  cost of acking: x{both['cost']:.2f} (median of the pairs' off/on ratios; "

@@ -18,10 +18,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from connectors.memory import ListSpout
 from engine import Config, LocalCluster, Spout, TopologyBuilder
 from engine.gc_tuning import tune_gc
+from engine.hotpath import compiled
 from engine.testing import wait_until
 from topologies.word_count import SplitSentence, WordCount
 
 WORDS_PER_SENTENCE = 10
+
+
+def hot_path() -> str:
+    """How the engine's hot path runs in this process tree (the word-count subprocesses
+    inherit the environment, so they run the same)."""
+    return "compiled (mypyc)" if compiled() else "plain Python"
 
 
 def make_sentences(n: int, vocabulary: int = 1000, seed: int = 42) -> list[str]:

@@ -1,0 +1,36 @@
+"""Tuple ids: random, non-zero, signed 64-bit; a tuple's tree pairs as ``roots``."""
+
+from __future__ import annotations
+
+import struct
+
+from engine.tuples import ID_BATCH, Fields, IdSource, Source, Tuple
+
+SRC = Source("s", 1, "default", Fields(["v"]))
+
+
+def test_ids_are_non_zero_signed_64_bit_and_distinct() -> None:
+    source = IdSource()
+    ids = [source.take() for _ in range(5 * ID_BATCH + 3)]  # across several refills
+    assert all(-(1 << 63) <= i < (1 << 63) and i != 0 for i in ids)
+    assert min(ids) < -(1 << 62) and max(ids) > 1 << 62  # the sign bit and the top bits vary
+    assert len(set(ids)) == len(ids)
+
+
+def test_each_bit_of_the_ids_is_random() -> None:
+    source = IdSource()
+    ids = [source.take() for _ in range(4096)]
+    for bit in range(64):
+        ones = sum(1 for i in ids if struct.pack("<q", i)[bit // 8] >> (bit % 8) & 1)
+        assert 1700 < ones < 2400, (bit, ones)  # 2048 expected; 11 standard deviations
+
+
+def test_an_untracked_tuple_has_no_roots() -> None:
+    assert Tuple(["x"], SRC, 3).roots is None
+
+
+def test_roots_flatten_the_first_pair_and_the_others() -> None:
+    one = Tuple(["x"], SRC, 3, 11, -5)
+    assert one.roots == (11, -5)
+    several = Tuple(["x"], SRC, 3, 11, -5, (12, 7, 13, 7))
+    assert several.roots == (11, -5, 12, 7, 13, 7)
