@@ -65,6 +65,8 @@ class Outbox:
         "acker_queues",
         "bufs",
         "busy",
+        "last_root",
+        "last_val",
         "queues",
         "scheduled",
         "task_executor",
@@ -80,6 +82,11 @@ class Outbox:
         # (associative and commutative, so one message per root per batch says the same).
         self.acker_bufs: list[list[tuple]] = [[] for _ in acker_queues]
         self.acker_acks: list[dict[int, i64]] = [{} for _ in acker_queues]
+        # With one acker, the latest run of acks to one root, XOR-ed natively and folded
+        # into ``acker_acks`` when another root comes or at flush: a bolt acks the tuples
+        # of a tree in runs (a sentence's words arrive together).
+        self.last_root: Any = None
+        self.last_val: i64 = 0
         # True while the executor runs user code it will flush after; calls made at other
         # times (from the user's own tasks or callbacks) schedule a flush instead.
         self.busy = False
@@ -101,8 +108,17 @@ class Outbox:
             for ex, buf in bufs.items():
                 self.queues[ex].put_nowait(buf)
 
+    def merge_last(self) -> None:
+        """Fold the run of acks to ``last_root`` into the first acker's coalesced acks."""
+        root = self.last_root
+        if root is not None:
+            self.last_root = None
+            acks = self.acker_acks[0]
+            acks[root] = acks.get(root, 0) ^ self.last_val
+
     def flush_acker_messages(self) -> None:
         """Hand every pending acker message to its acker (never blocks)."""
+        self.merge_last()
         acks = self.acker_acks
         for i, buf in enumerate(self.acker_bufs):
             if buf or acks[i]:
@@ -387,8 +403,12 @@ class OutputCollector(_Collector):
             return
         outbox = self._outbox
         if tup.more is None and self._num_ackers == 1:  # one root, one acker: the common case
-            acks = outbox.acker_acks[0]
-            acks[root] = acks.get(root, 0) ^ tup.edge ^ tup.ack_val
+            if root is outbox.last_root:
+                outbox.last_val ^= tup.edge ^ tup.ack_val
+            else:
+                outbox.merge_last()
+                outbox.last_root = root
+                outbox.last_val = tup.edge ^ tup.ack_val
         else:
             av, n, per_acker = tup.ack_val, self._num_ackers, outbox.acker_acks
             for r, edge in _pairs(tup):
