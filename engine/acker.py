@@ -15,6 +15,7 @@ Unlike there, expiry sends a FAIL (Storm's spout executor keeps a second timer f
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from engine.timer_wheel import TimerWheel
 
@@ -77,13 +78,15 @@ class AckLedger:
     def _one(out: list[tuple[int, int, int]]) -> tuple[int, int] | None:
         return (out[0][0], out[0][1]) if out else None
 
-    def apply(self, ops: Iterable[tuple], acks: dict[int, int],
+    def apply(self, ops: Iterable[tuple], acks: dict[Any, Any],
               now: float) -> list[tuple[int, int, int]]:
         """Apply INIT/FAIL/RESET ``ops`` in order, then ``acks`` (root -> XOR of ack vals).
 
         Returns ``(ACK|FAIL, spout_task, root)`` for each tree decided.
         """
-        pending = self._pending
+        # Ids and packed values are mostly wider than a machine word: typed Any, compiled
+        # code applies Python's int operations to them without first trying to unbox them.
+        pending: dict[Any, Any] = self._pending
         out: list[tuple[int, int, int]] = []
         timers = self._wheel.bucket(now)
         for op in ops:
