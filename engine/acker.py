@@ -58,19 +58,23 @@ class AckLedger:
     def __contains__(self, root: int) -> bool:
         return root in self._pending
 
-    def init(self, root: int, val: int, spout_task: int, now: float) -> tuple[int, int] | None:
+    # Root ids are typed Any here and in ``apply``: compiled, an int-typed id that fits a
+    # machine word would be unboxed and boxed again, and the ledger would hold a copy of
+    # an object the spout's pending map already holds.
+
+    def init(self, root: Any, val: int, spout_task: int, now: float) -> tuple[int, int] | None:
         """The spout emitted ``root`` with edges XOR-ing to ``val``; maybe the tree is decided."""
         return self._one(self.apply([(INIT, root, val, spout_task)], {}, now))
 
-    def ack(self, root: int, val: int, now: float) -> tuple[int, int] | None:
+    def ack(self, root: Any, val: int, now: float) -> tuple[int, int] | None:
         """A tuple of the tree was acked; ``val`` is its edge id XOR its children's."""
         return self._one(self.apply([], {root: val}, now))
 
-    def fail(self, root: int, now: float) -> tuple[int, int] | None:
+    def fail(self, root: Any, now: float) -> tuple[int, int] | None:
         """A tuple of the tree failed: the tree fails as soon as its spout task is known."""
         return self._one(self.apply([(FAIL, root)], {}, now))
 
-    def reset(self, root: int, now: float) -> None:
+    def reset(self, root: Any, now: float) -> None:
         """Restart the tree's timeout at ``now``."""
         self.apply([(RESET, root)], {}, now)
 
