@@ -9,40 +9,39 @@ Compiled modules shadow their ``.py`` files, so after editing one of them, insta
 from __future__ import annotations
 
 import importlib.util
-import os
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
+from typing import Any
 
 from setuptools import setup
 
 
-def hot_path() -> list[str]:
-    """The source files of ``engine.hotpath.MODULES``, read without importing ``engine``."""
+def load_hotpath() -> Any:
+    """``engine/hotpath.py``, loaded without importing ``engine`` (not installed yet)."""
     spec = importlib.util.spec_from_file_location("hotpath", Path("engine/hotpath.py"))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return [name.replace(".", "/") + ".py" for name in module.MODULES]
+    return module
 
 
 def remove_compiled() -> None:
-    """Delete compiled hot-path modules left in the tree, which would shadow the sources."""
+    """Delete compiled modules left in the package, which would shadow the sources."""
     for path in Path("engine").iterdir():
-        stem = path.name.split(".", 1)[0]
-        if path.name != stem + ".py" and stem in {*HOT_PATH_STEMS, "_hotpath__mypyc"} \
-                and path.suffix in {".so", ".pyd"}:
+        if any(path.name.endswith(suffix) for suffix in EXTENSION_SUFFIXES):
             path.unlink()
 
 
-def ext_modules() -> list:
-    """The mypyc extensions, or none when ``STORMLOOP_PURE`` is set."""
-    if os.environ.get("STORMLOOP_PURE"):
+def ext_modules() -> list[Any]:
+    """The mypyc extensions, or none when ``STORMLOOP_PURE`` asks for plain Python."""
+    hotpath = load_hotpath()
+    if hotpath.pure_requested():
         remove_compiled()
         return []
     from mypyc.build import mypycify
 
-    return mypycify(hot_path(), opt_level="3", group_name="engine._hotpath")
+    sources = [name.replace(".", "/") + ".py" for name in hotpath.MODULES]
+    return mypycify(sources, opt_level="3", group_name="engine._hotpath")
 
-
-HOT_PATH_STEMS = {Path(p).stem for p in hot_path()}
 
 setup(ext_modules=ext_modules())

@@ -16,7 +16,8 @@ import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from operator import index
+from typing import Any, SupportsIndex
 
 from mypy_extensions import i64
 
@@ -45,8 +46,8 @@ def _with_edge(more: tuple[int, ...] | None, edge: i64) -> tuple[int, ...] | Non
     return tuple(x for r in more[::2] for x in (r, e))
 
 
-def _pairs(tup: Tuple) -> list[tuple[int, int]]:
-    """Every (root, edge) pair of ``tup`` (none if untracked)."""
+def _pairs(tup: Tuple) -> list[tuple[Any, int]]:
+    """Every (root, edge) pair of ``tup`` (none if untracked); roots stay the same objects."""
     if not tup.root:
         return []
     pairs = [(tup.root, int(tup.edge))]
@@ -199,8 +200,9 @@ class _Collector:
             targets.extend(g.choose(values))
         return route, targets
 
-    def _direct_target(self, task_id: int, values: Sequence[Any],
+    def _direct_target(self, task: SupportsIndex, values: Sequence[Any],
                        stream: str) -> tuple[Route, list[int]]:
+        task_id = index(task)  # any int-like (a numpy int, say), in both builds alike
         route = self._routes.get(stream)
         if route is None or not route.direct:
             raise ValueError(f"{self._kind} {self._component!r}: emit_direct on stream "
@@ -244,7 +246,7 @@ class SpoutOutputCollector(_Collector):
         self._send(values, msg_id, route.source, targets)
         return list(targets)
 
-    def emit_direct(self, task_id: int, values: Sequence[Any], msg_id: Any = None,
+    def emit_direct(self, task_id: SupportsIndex, values: Sequence[Any], msg_id: Any = None,
                     stream: str = "default") -> None:
         """Emit ``values`` to ``task_id`` on a direct stream."""
         route, targets = self._direct_target(task_id, values, stream)
@@ -343,7 +345,7 @@ class OutputCollector(_Collector):
             self._outbox.schedule_flush()
         return list(targets)
 
-    def emit_direct(self, task_id: int, values: Sequence[Any],
+    def emit_direct(self, task_id: SupportsIndex, values: Sequence[Any],
                     anchors: Tuple | Iterable[Tuple] | None = None,
                     stream: str = "default") -> None:
         """Emit ``values`` to ``task_id`` on a direct stream."""
@@ -378,7 +380,7 @@ class OutputCollector(_Collector):
         for t in targets:
             tup = Tuple(values, src, t)
             if anchor_list:
-                merged: dict[int, i64] = {}
+                merged: dict[Any, i64] = {}
                 for a in anchor_list:
                     edge = self._ids.take()
                     a.ack_val ^= edge
@@ -449,7 +451,8 @@ class BasicOutputCollector:
         """Emit ``values`` anchored to the input tuple."""
         return self._collector.emit(values, self.anchor, stream)
 
-    def emit_direct(self, task_id: int, values: Sequence[Any], stream: str = "default") -> None:
+    def emit_direct(self, task_id: SupportsIndex, values: Sequence[Any],
+                    stream: str = "default") -> None:
         """Emit ``values`` to ``task_id`` on a direct stream, anchored to the input tuple."""
         self._collector.emit_direct(task_id, values, self.anchor, stream)
 

@@ -133,7 +133,8 @@ class CustomGrouper(Grouper):
         self._task = source_task
 
     def choose(self, values: Sequence[Any]) -> list[int]:
-        return list(self._custom.choose_tasks(self._task, list(values)))
+        # int(): a user's grouping may answer numpy ints, which compiled code refuses.
+        return [int(t) for t in self._custom.choose_tasks(self._task, list(values))]
 
 
 def make_grouper(kind: str, targets: list[int], indexes: list[int], custom: Any,

@@ -22,7 +22,7 @@ from importlib.machinery import (
 )
 from pathlib import Path
 
-__all__ = ["MODULES", "compiled", "prefer_source", "stale", "warn_if_stale"]
+__all__ = ["MODULES", "compiled", "prefer_source", "pure_requested", "stale", "warn_if_stale"]
 
 # Everything a tuple passes through between a spout's emit and its ack; this module
 # imports nothing from the engine so that setup.py can read the list before install.
@@ -48,41 +48,57 @@ def compiled() -> bool:
                for m in MODULES)
 
 
+def pure_requested() -> bool:
+    """True when ``STORMLOOP_PURE`` asks for plain Python (set, and not empty or ``0``)."""
+    return os.environ.get("STORMLOOP_PURE", "") not in ("", "0")
+
+
 def stale(directory: Path | None = None) -> list[str]:
     """Hot-path modules whose ``.py`` source is newer than their compiled file in
-    ``directory`` (default: the installed package's own)."""
-    here = directory if directory is not None else Path(__file__).parent
+    ``directory`` (default: the package's own, when it lives in its source tree).
+
+    Only a source tree is checked: an installer writes a wheel's files in any order and
+    stamps them with the time it wrote them, so there file times say nothing.
+    """
+    if directory is None:
+        directory = Path(__file__).parent
+        if not (directory.parent / "setup.py").exists():
+            return []
     out = []
     for name in MODULES:
         stem = name.rsplit(".", 1)[1]
         # The module's own file, and the library that holds the code of every module.
-        built = [here / (base + suffix) for base in (stem, "_hotpath__mypyc")
+        built = [directory / (base + suffix) for base in (stem, "_hotpath__mypyc")
                  for suffix in EXTENSION_SUFFIXES]
         times = [p.stat().st_mtime for p in built if p.exists()]
-        source = here / (stem + ".py")
+        source = directory / (stem + ".py")
         if times and source.exists() and source.stat().st_mtime > max(times):
             out.append(name)
     return out
 
 
 def prefer_source() -> bool:
-    """Under ``STORMLOOP_PURE=1``, make the engine package import ``.py`` files only.
+    """When ``pure_requested()``, make the engine package import ``.py`` files only.
 
-    Must run before the hot-path modules are imported; returns whether it took effect.
+    Must run while ``engine`` is being imported, before any hot-path module is; returns
+    whether it took effect.
     """
-    if not os.environ.get("STORMLOOP_PURE"):
+    if not pure_requested():
         return False
-    here = str(Path(__file__).parent)
-    sys.path_importer_cache[here] = FileFinder(
-        here, (SourceFileLoader, SOURCE_SUFFIXES), (SourcelessFileLoader, BYTECODE_SUFFIXES))
+    package = sys.modules.get("engine")
+    # The import system looks a package's submodules up by the entries of its __path__,
+    # as written there (not resolved), so the source-only finder goes under each of them.
+    for entry in getattr(package, "__path__", None) or [str(Path(__file__).parent)]:
+        sys.path_importer_cache[entry] = FileFinder(
+            entry, (SourceFileLoader, SOURCE_SUFFIXES), (SourcelessFileLoader, BYTECODE_SUFFIXES))
     return True
 
 
 def warn_if_stale() -> None:
     """Warn, once per import of ``engine``, about compiled modules older than their source
     (unless ``STORMLOOP_PURE`` runs the sources)."""
-    old = [] if os.environ.get("STORMLOOP_PURE") else stale()
+    old = [] if pure_requested() else stale()
     if old:
         warnings.warn(f"compiled {', '.join(old)} older than the source: edits to it are not "
                       f"running; install again (pip install -e .) or set STORMLOOP_PURE=1 "
-                      f"when installing to run plain Python", RuntimeWarning, stacklevel=2)
+                      f"to run plain Python", RuntimeWarning, stacklevel=2)

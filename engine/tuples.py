@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from random import randbytes
+from random import Random
 from typing import Any, Final
 
 from mypy_extensions import i64
@@ -34,13 +34,15 @@ _COMPILED: Final = not __file__.endswith(".py")
 class IdSource:
     """Random, non-zero, signed 64-bit ids (a zero would vanish from an XOR ledger).
 
-    Random bytes come from the ``random`` module ``ID_BATCH`` ids at a time: one
-    ``getrandbits`` call per id cost more than the XORs the id feeds.
+    Random bytes come ``ID_BATCH`` ids at a time (one ``getrandbits`` call per id cost
+    more than the XORs the id feeds) from a generator of its own, seeded by the OS: a
+    user's ``random.seed`` cannot make two sources repeat each other's ids.
     """
 
-    __slots__ = ("_at", "_bytes", "_ints")
+    __slots__ = ("_at", "_bytes", "_ints", "_random")
 
     def __init__(self) -> None:
+        self._random = Random()
         self._bytes = b""
         self._at: i64 = 0
         self._ints: list[int] = []
@@ -50,12 +52,12 @@ class IdSource:
         if not _COMPILED:
             ints = self._ints
             if not ints:
-                ints = self._ints = array("q", randbytes(8 * ID_BATCH)).tolist()
+                ints = self._ints = array("q", self._random.randbytes(8 * ID_BATCH)).tolist()
             got: i64 = ints.pop()
             return got or 1
         b, at = self._bytes, self._at
         if at == len(b):
-            b = self._bytes = randbytes(8 * ID_BATCH)
+            b = self._bytes = self._random.randbytes(8 * ID_BATCH)
             at = 0
         self._at = at + 8
         top: i64 = b[at + 7]

@@ -80,7 +80,28 @@ async def test_custom_grouping_chooses() -> None:
     assert {(t, v[1] % 2) for t, v in sink.captured} == {(2, 0), (3, 1)}
 
 
-async def test_direct_grouping_delivers_to_the_chosen_task() -> None:
+class IntLike:
+    """A task id as numpy and similar libraries hand them out: not an int, but int-like."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+class EvenOddIntLike(EvenOdd):
+    def choose_tasks(self, task_id: int, values: list[Any]) -> list[Any]:
+        return [IntLike(t) for t in super().choose_tasks(task_id, values)]
+
+
+async def test_custom_grouping_may_answer_int_like_task_ids() -> None:
+    sink = await route("custom_grouping", n=10, grouping=EvenOddIntLike())
+    assert {(t, v[1] % 2) for t, v in sink.captured} == {(2, 0), (3, 1)}
+
+
+@pytest.mark.parametrize("as_id", [int, IntLike])
+async def test_direct_grouping_delivers_to_the_chosen_task(as_id: Any) -> None:
     from engine import Bolt
 
     class Director(Bolt):
@@ -92,7 +113,7 @@ async def test_direct_grouping_delivers_to_the_chosen_task() -> None:
             self.targets = context.component_tasks("sink")
 
         def execute(self, tup: Any) -> None:
-            self.collector.emit_direct(self.targets[-1], [tup[0]], anchors=tup)
+            self.collector.emit_direct(as_id(self.targets[-1]), [tup[0]], anchors=tup)
             self.collector.ack(tup)
 
     spout, sink = FeederSpout(["v"]), CaptureBolt()

@@ -36,6 +36,21 @@ def test_pure_switch_imports_the_sources() -> None:
     assert python(PROBE, STORMLOOP_PURE="1") == "False True"
 
 
+def test_pure_switch_holds_for_a_package_found_by_an_unresolved_path() -> None:
+    # engine.__path__ then reads '<parent>/./<root>/engine', not the resolved directory.
+    code = f"import sys; sys.path.insert(0, './{ROOT.name}'); {PROBE}"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT.parent, capture_output=True,
+                         text=True, timeout=60, env={**os.environ, "STORMLOOP_PURE": "1"},
+                         check=True)
+    assert out.stdout.strip() == "False True"
+
+
+def test_pure_switch_off_is_empty_or_zero() -> None:
+    for off in ("", "0"):
+        assert python("import engine.hotpath as h; print(h.pure_requested())",
+                      STORMLOOP_PURE=off) == "False"
+
+
 def test_word_count_gives_the_same_answer_compiled_and_plain() -> None:
     outputs = []
     for pure in ("", "1"):

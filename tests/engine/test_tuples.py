@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import struct
 
 from engine.tuples import ID_BATCH, Fields, IdSource, Source, Tuple
@@ -34,3 +35,12 @@ def test_roots_flatten_the_first_pair_and_the_others() -> None:
     assert one.roots == (11, -5)
     several = Tuple(["x"], SRC, 3, 11, -5, (12, 7, 13, 7))
     assert several.roots == (11, -5, 12, 7, 13, 7)
+
+
+def test_a_users_random_seed_does_not_repeat_ids() -> None:
+    takes = []
+    for _ in range(2):
+        random.seed(7)
+        source = IdSource()
+        takes.append([source.take() for _ in range(8)])
+    assert takes[0] != takes[1]
