@@ -9,7 +9,6 @@ Compiled modules shadow their ``.py`` files, so after editing one of them, insta
 from __future__ import annotations
 
 import importlib.util
-from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +24,10 @@ def load_hotpath() -> Any:
     return module
 
 
-def remove_compiled() -> None:
+def remove_compiled(hotpath: Any) -> None:
     """Delete compiled modules left in the package, which would shadow the sources."""
     for path in Path("engine").iterdir():
-        if any(path.name.endswith(suffix) for suffix in EXTENSION_SUFFIXES):
+        if hotpath.is_extension(path.name):
             path.unlink()
 
 
@@ -36,7 +35,7 @@ def ext_modules() -> list[Any]:
     """The mypyc extensions, or none when ``STORMLOOP_PURE`` asks for plain Python."""
     hotpath = load_hotpath()
     if hotpath.pure_requested():
-        remove_compiled()
+        remove_compiled(hotpath)
         return []
     from mypyc.build import mypycify
 

@@ -48,13 +48,8 @@ def _with_edge(more: tuple[int, ...] | None, edge: i64) -> tuple[int, ...] | Non
 
 def _pairs(tup: Tuple) -> list[tuple[Any, int]]:
     """Every (root, edge) pair of ``tup`` (none if untracked); roots stay the same objects."""
-    if not tup.root:
-        return []
-    pairs = [(tup.root, int(tup.edge))]
-    more = tup.more
-    if more is not None:
-        pairs.extend((more[i], more[i + 1]) for i in range(0, len(more), 2))
-    return pairs
+    roots: tuple[Any, ...] = tup.roots or ()
+    return list(zip(roots[::2], roots[1::2], strict=True))
 
 
 class Outbox:

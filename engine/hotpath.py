@@ -22,7 +22,15 @@ from importlib.machinery import (
 )
 from pathlib import Path
 
-__all__ = ["MODULES", "compiled", "prefer_source", "pure_requested", "stale", "warn_if_stale"]
+__all__ = [
+    "MODULES",
+    "compiled",
+    "is_extension",
+    "prefer_source",
+    "pure_requested",
+    "stale",
+    "warn_if_stale",
+]
 
 # Everything a tuple passes through between a spout's emit and its ack; this module
 # imports nothing from the engine so that setup.py can read the list before install.
@@ -38,13 +46,14 @@ MODULES = (
 )
 
 
-def _is_extension(path: str) -> bool:
+def is_extension(path: str) -> bool:
+    """True when ``path`` names a compiled extension module on this interpreter."""
     return any(path.endswith(suffix) for suffix in EXTENSION_SUFFIXES)
 
 
 def compiled() -> bool:
     """True when every hot-path module was loaded from a compiled extension."""
-    return all(_is_extension(getattr(sys.modules.get(m), "__file__", "") or "")
+    return all(is_extension(getattr(sys.modules.get(m), "__file__", "") or "")
                for m in MODULES)
 
 

@@ -13,7 +13,7 @@ _COUNTERS = ("acked", "emitted", "errors", "executed", "failed")
 class TaskStats:
     """Monotonic counters of one task (plain ints on the hot path)."""
 
-    __slots__ = ("acked", "emitted", "errors", "executed", "failed")
+    __slots__ = _COUNTERS
 
     def __init__(self) -> None:
         self.emitted = 0

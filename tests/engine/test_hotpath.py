@@ -18,8 +18,8 @@ PROBE = ("import engine.collector, engine.hotpath as h; "
          "print(h.compiled(), engine.collector.__file__.endswith('.py'))")
 
 
-def python(code: str, **env: str) -> str:
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+def python(code: str, cwd: Path = ROOT, **env: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True,
                          text=True, timeout=60, env={**os.environ, **env}, check=True)
     return out.stdout.strip()
 
@@ -39,10 +39,7 @@ def test_pure_switch_imports_the_sources() -> None:
 def test_pure_switch_holds_for_a_package_found_by_an_unresolved_path() -> None:
     # engine.__path__ then reads '<parent>/./<root>/engine', not the resolved directory.
     code = f"import sys; sys.path.insert(0, './{ROOT.name}'); {PROBE}"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT.parent, capture_output=True,
-                         text=True, timeout=60, env={**os.environ, "STORMLOOP_PURE": "1"},
-                         check=True)
-    assert out.stdout.strip() == "False True"
+    assert python(code, cwd=ROOT.parent, STORMLOOP_PURE="1") == "False True"
 
 
 def test_pure_switch_off_is_empty_or_zero() -> None:
