@@ -25,6 +25,7 @@ from engine.config import (
 )
 from engine.context import TopologyContext
 from engine.errors import ConfigError, FailedException, TopologyError
+from engine.failure import FailReason
 from engine.gc_tuning import tune_gc
 from engine.topology import OutputFieldsDeclarer, Topology, TopologyBuilder
 from engine.tuples import Fields, Tuple
@@ -42,6 +43,7 @@ __all__ = [
     "Bolt",
     "Config",
     "ConfigError",
+    "FailReason",
     "FailedException",
     "Fields",
     "LocalCluster",

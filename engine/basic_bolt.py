@@ -1,7 +1,8 @@
 """``BasicBolt`` as an adapter over ``Bolt``: anchor every emit, ack on return.
 
-Not a second executor path: the executor runs the adapter like any bolt, so a raised
-``FailedException`` (or any exception) fails the input tuple the same way.
+Not a second executor path: the executor runs the adapter like any bolt. A raised
+``FailedException`` fails the input tuple (kind ``"explicit"``, not counted as an error);
+any other exception propagates to the executor, which fails the tuple and reports it.
 """
 
 from __future__ import annotations
@@ -12,50 +13,50 @@ from engine.collector import BasicOutputCollector, OutputCollector
 from engine.components import BasicBolt, Bolt
 from engine.context import TopologyContext
 from engine.errors import FailedException
-from engine.executor import bound, call
+from engine.failure import error_reason
 from engine.tuples import Tuple
+from engine.usercall import invoke, method
 
-__all__ = ["adapt_basic_bolt"]
+__all__ = ["BasicAdapter", "adapt_basic_bolt"]
 
 
-class _BasicAdapter(Bolt):
+class BasicAdapter(Bolt):
+    """Runs ``inner`` as a ``Bolt``; ``execute`` is ``def`` or ``async def`` as ``inner``'s is."""
+
     def __init__(self, inner: BasicBolt) -> None:
         self.inner = inner
-        self._execute = bound(inner, "execute")
+        self._execute, is_async = method(inner, "execute")
+        # The executor decides def-or-async from this attribute, once per task.
+        self.execute = self._run_async if is_async else self._run  # type: ignore[method-assign]
 
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
                       collector: OutputCollector) -> None:
         self.collector = collector
         self.basic = BasicOutputCollector(collector)
-        await call(bound(self.inner, "prepare"), conf, context)
+        await invoke(method(self.inner, "prepare"), conf, context)
 
     async def cleanup(self) -> None:
-        await call(bound(self.inner, "cleanup"))
+        await invoke(method(self.inner, "cleanup"))
 
-
-class _SyncBasicAdapter(_BasicAdapter):
-    def execute(self, tup: Tuple) -> None:
+    def _run(self, tup: Tuple) -> None:
         self.basic.anchor = tup
         try:
-            self._execute[0](tup, self.basic)
-        except FailedException:
-            self.collector.fail(tup)  # an expected outcome: not counted as an error
+            self._execute(tup, self.basic)
+        except FailedException as exc:
+            self.collector.fail_with(tup, error_reason(exc, self.collector.component))
             return
         self.collector.ack(tup)
 
-
-class _AsyncBasicAdapter(_BasicAdapter):
-    async def execute(self, tup: Tuple) -> None:
+    async def _run_async(self, tup: Tuple) -> None:
         self.basic.anchor = tup
         try:
-            await self._execute[0](tup, self.basic)
-        except FailedException:
-            self.collector.fail(tup)
+            await self._execute(tup, self.basic)
+        except FailedException as exc:
+            self.collector.fail_with(tup, error_reason(exc, self.collector.component))
             return
         self.collector.ack(tup)
 
 
 def adapt_basic_bolt(inner: BasicBolt) -> Bolt:
     """A ``Bolt`` that runs ``inner`` with automatic anchoring and acking."""
-    is_async = bound(inner, "execute")[1]
-    return _AsyncBasicAdapter(inner) if is_async else _SyncBasicAdapter(inner)
+    return BasicAdapter(inner)

@@ -16,7 +16,6 @@ import json
 import logging
 import signal
 import sys
-import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -89,7 +88,7 @@ def _status(name: str, stats: dict[str, Any], spout_ids: set[str],
     acked = sum(c["acked"] for c in spouts)
     failed = sum(c["failed"] for c in spouts)
     errors = sum(c["errors"] for cid, c in stats["components"].items())
-    now = time.monotonic()
+    now = asyncio.get_running_loop().time()
     rate = (acked - last["acked"]) / max(now - last["t"], 1e-9)
     last["acked"], last["t"] = acked, now
     lat = stats["complete_latency_ms"]
@@ -109,13 +108,13 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> No
         await cluster.submit_topology(name, conf, topology)
         tune_gc()
         spout_ids = {d.id for d in topology.spouts()}
-        last = {"acked": 0.0, "t": time.monotonic()}
-        started = time.monotonic()
+        last = {"acked": 0.0, "t": loop.time()}
+        started = loop.time()
         next_status = started + args.status_interval
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 0.1)
-            now = time.monotonic()
+            now = loop.time()
             if now >= next_status:
                 line = _status(name, cluster.stats(name), spout_ids, last)
                 print(line, file=sys.stderr, flush=True)

@@ -22,6 +22,7 @@ from typing import Any, SupportsIndex
 from mypy_extensions import i64
 
 from engine.acker import FAIL, INIT, RESET
+from engine.failure import FailReason, FailReasons
 from engine.grouping import CustomGrouper, Grouper
 from engine.queues import BatchQueue
 from engine.stats import TaskStats
@@ -173,6 +174,11 @@ class _Collector:
         self._num_ackers = len(outbox.acker_bufs)
         self._ids = IdSource()
 
+    @property
+    def component(self) -> str:
+        """The id of the component whose task this collector serves."""
+        return self._component
+
     def _targets(self, values: Sequence[Any], stream: str) -> tuple[Route, list[int]]:
         route = self._routes.get(stream)
         if route is None:
@@ -290,8 +296,9 @@ class OutputCollector(_Collector):
     """What a bolt emits, anchors, acks and fails with."""
 
     def __init__(self, component: str, task_id: int, routes: dict[str, Route], outbox: Outbox,
-                 stats: TaskStats, debug: bool) -> None:
+                 stats: TaskStats, debug: bool, reasons: FailReasons | None = None) -> None:
         super().__init__("bolt", component, task_id, routes, outbox, stats, debug)
+        self._reasons = FailReasons() if reasons is None else reasons
         # Streams eligible for emit's inlined path: one subscriber, not direct, no debug log.
         self._fast = {} if debug else {stream: route for stream, route in routes.items()
                                        if route.single is not None}
@@ -414,9 +421,19 @@ class OutputCollector(_Collector):
         if not outbox.busy:
             outbox.schedule_flush()
 
-    def fail(self, tup: Tuple) -> None:
-        """Fail every tree ``tup`` belongs to, at once."""
+    def fail(self, tup: Tuple, reason: str | None = None) -> None:
+        """Fail every tree ``tup`` belongs to, at once; ``reason`` reaches the spout's ``fail``."""
+        self.fail_with(tup, FailReason(
+            "explicit", f"failed by {self._component}" if reason is None else reason,
+            None, self._component))
+
+    def fail_with(self, tup: Tuple, reason: FailReason) -> None:
+        """Fail every tree ``tup`` belongs to, recording ``reason`` (the first one wins)."""
         self._stats.failed += 1
+        if tup.root:
+            reasons = self._reasons
+            for r, _ in _pairs(tup):
+                reasons.record(r, reason)
         self._to_roots(tup, FAIL)
 
     def reset_timeout(self, tup: Tuple) -> None:

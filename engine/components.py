@@ -1,13 +1,11 @@
 """The user's building blocks: ``Spout``, ``Bolt`` and ``BasicBolt``.
 
-Every user method may be ``def`` or ``async def`` (api.md §1); ``caller`` decides which once,
+Every user method may be ``def`` or ``async def``; ``engine.usercall`` decides which once,
 when a task starts, so the hot loops do not inspect each call's result.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -16,18 +14,7 @@ if TYPE_CHECKING:
     from engine.topology import OutputFieldsDeclarer
     from engine.tuples import Tuple
 
-__all__ = ["BasicBolt", "Bolt", "Component", "Spout", "caller"]
-
-
-def caller(method: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    """An ``async`` callable for ``method``: the coroutine function itself, or a wrapper."""
-    if inspect.iscoroutinefunction(method):
-        return method
-
-    async def call(*args: Any) -> Any:
-        return method(*args)
-
-    return call
+__all__ = ["BasicBolt", "Bolt", "Component", "Spout"]
 
 
 class Component:
@@ -65,7 +52,11 @@ class Spout(Component):
         """The tree of the tuple emitted with ``msg_id`` was fully processed."""
 
     def fail(self, msg_id: Any) -> Any:
-        """The tree of ``msg_id`` failed or timed out; replay it if the source can."""
+        """The tree of ``msg_id`` failed or timed out; replay it if the source can.
+
+        Declared as ``fail(self, msg_id, reason)`` it is called with ``reason=`` an
+        ``engine.FailReason`` saying why (decided once per task at start-up).
+        """
 
     def activate(self) -> Any:
         """Called when the spout becomes active (after ``open``)."""

@@ -11,7 +11,6 @@ fails the trees that timed out.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,9 +18,14 @@ from typing import Any
 from engine.acker import ACK, AckLedger
 from engine.collector import Outbox, OutputCollector, SpoutOutputCollector
 from engine.context import TopologyContext
+from engine.failure import FailReason, FailReasons, error_reason
 from engine.queues import BatchQueue
 from engine.stats import LatencyReservoir, TaskStats
 from engine.tuples import SYSTEM_COMPONENT, TICK_STREAM, Fields, Source, Tuple
+from engine.usercall import accepts, is_user_error, method
+
+# A FAIL whose reason was not kept (more failures in flight than the book holds).
+_UNKNOWN_REASON = FailReason("explicit", "failed (reason not kept)")
 
 __all__ = ["AckerExecutor", "BoltExecutor", "BoltTask", "SpoutExecutor", "SpoutTask"]
 
@@ -33,29 +37,6 @@ IDLE_MIN_SECS = 0.0005
 IDLE_MAX_SECS = 0.01
 YIELD_EVERY_BATCHES = 8
 BACKPRESSURE_POLL_SECS = 0.01
-
-
-def _reraise_if_cancelled() -> None:
-    """Re-raise inside ``except CancelledError`` when this task itself is being cancelled.
-
-    A user coroutine can raise ``CancelledError`` of its own (an awaited future was
-    cancelled); that is the user's error, not a reason for the executor to stop.
-    """
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
-
-
-def bound(obj: Any, name: str) -> tuple[Callable[..., Any], bool]:
-    """``obj.name`` and whether it is a coroutine function (decided once per task)."""
-    method = getattr(obj, name)
-    return method, inspect.iscoroutinefunction(method)
-
-
-async def call(method: tuple[Callable[..., Any], bool], *args: Any) -> Any:
-    """Call a ``bound`` method, awaiting it if it is a coroutine function."""
-    fn, is_async = method
-    return await fn(*args) if is_async else fn(*args)
 
 
 @dataclass(eq=False)
@@ -71,11 +52,13 @@ class SpoutTask:
     next_tuple: tuple[Callable[..., Any], bool] = field(init=False)
     ack: tuple[Callable[..., Any], bool] = field(init=False)
     fail: tuple[Callable[..., Any], bool] = field(init=False)
+    fail_takes_reason: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        self.next_tuple = bound(self.obj, "next_tuple")
-        self.ack = bound(self.obj, "ack")
-        self.fail = bound(self.obj, "fail")
+        self.next_tuple = method(self.obj, "next_tuple")
+        self.ack = method(self.obj, "ack")
+        self.fail = method(self.obj, "fail")
+        self.fail_takes_reason = accepts(self.fail[0], "reason")
 
 
 @dataclass(eq=False)
@@ -90,7 +73,7 @@ class BoltTask:
     execute: tuple[Callable[..., Any], bool] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.execute = bound(self.obj, "execute")
+        self.execute = method(self.obj, "execute")
 
 
 class SpoutExecutor:
@@ -98,7 +81,7 @@ class SpoutExecutor:
 
     def __init__(self, component: str, tasks: list[SpoutTask], queue: BatchQueue,
                  outbox: Outbox, max_pending: int | None, clock: Callable[[], float],
-                 latency: LatencyReservoir) -> None:
+                 latency: LatencyReservoir, reasons: FailReasons | None = None) -> None:
         self.component = component
         self.tasks = tasks
         self.by_id = {t.task_id: t for t in tasks}
@@ -108,6 +91,7 @@ class SpoutExecutor:
         self.active = True
         self._clock = clock
         self._latency = latency
+        self._reasons = FailReasons() if reasons is None else reasons
 
     def pending(self) -> int:
         """Tracked trees emitted by these tasks and not yet acked or failed."""
@@ -152,11 +136,9 @@ class SpoutExecutor:
                     await next_tuple()
                 else:
                     next_tuple()
-            except Exception as exc:
-                coll.report_error(exc)
-                break
-            except asyncio.CancelledError as exc:
-                _reraise_if_cancelled()
+            except BaseException as exc:
+                if not is_user_error(exc):
+                    raise
                 coll.report_error(exc)
                 break
             if coll.emit_count == before or coll.emit_count - start >= SPOUT_ROUND:
@@ -172,6 +154,9 @@ class SpoutExecutor:
         by_id = self.by_id
         for kind, task_id, root in outcomes:
             task = by_id[task_id]
+            reason: FailReason | None = None
+            if kind != ACK:
+                reason = self._reasons.take(root)
             msg_id = task.pending.pop(root, None)
             if msg_id is None:
                 continue  # decided already, or emitted before a restart of this task
@@ -182,19 +167,19 @@ class SpoutExecutor:
                     self._latency.add(self._clock() - t0)
             if kind == ACK:
                 task.stats.acked += 1
-                method, is_async = task.ack
-            else:
-                task.stats.failed += 1
-                method, is_async = task.fail
+                await self._user(task, task.ack, msg_id)
+                continue
+            if reason is None:
+                reason = _UNKNOWN_REASON
+            task.stats.count_fail(reason.kind)
+            fn, is_async = task.fail
             try:
+                result = fn(msg_id, reason=reason) if task.fail_takes_reason else fn(msg_id)
                 if is_async:
-                    await method(msg_id)
-                else:
-                    method(msg_id)
-            except Exception as exc:
-                task.collector.report_error(exc)
-            except asyncio.CancelledError as exc:
-                _reraise_if_cancelled()
+                    await result
+            except BaseException as exc:
+                if not is_user_error(exc):
+                    raise
                 task.collector.report_error(exc)
 
     async def _flush(self) -> None:
@@ -217,14 +202,17 @@ class SpoutExecutor:
             queue.put_nowait(buf)
 
     @staticmethod
-    async def _user(task: SpoutTask, method: tuple[Callable[..., Any], bool],
+    async def _user(task: SpoutTask, user: tuple[Callable[..., Any], bool],
                     msg_id: Any) -> None:
+        fn, is_async = user
         try:
-            await call(method, msg_id)
-        except Exception as exc:
-            task.collector.report_error(exc)
-        except asyncio.CancelledError as exc:
-            _reraise_if_cancelled()
+            if is_async:
+                await fn(msg_id)
+            else:
+                fn(msg_id)
+        except BaseException as exc:
+            if not is_user_error(exc):
+                raise
             task.collector.report_error(exc)
 
 
@@ -268,24 +256,14 @@ class BoltExecutor:
             for tup in batch:
                 try:
                     await execute(tup)
-                except Exception as exc:
-                    coll.fail(tup)
-                    coll.report_error(exc)
-                except asyncio.CancelledError as exc:
-                    _reraise_if_cancelled()
-                    coll.fail(tup)
-                    coll.report_error(exc)
+                except BaseException as exc:
+                    _failed(coll, tup, exc)
         else:
             for tup in batch:
                 try:
                     execute(tup)
-                except Exception as exc:
-                    coll.fail(tup)
-                    coll.report_error(exc)
-                except asyncio.CancelledError as exc:
-                    _reraise_if_cancelled()
-                    coll.fail(tup)
-                    coll.report_error(exc)
+                except BaseException as exc:
+                    _failed(coll, tup, exc)
 
     async def tick(self, every: float) -> None:
         """Deliver a tick tuple to each task every ``every`` seconds, until cancelled."""
@@ -296,12 +274,21 @@ class BoltExecutor:
                 self.queue.put_nowait([Tuple((), src, task.task_id)])
 
 
+def _failed(coll: OutputCollector, tup: Tuple, exc: BaseException) -> None:
+    """``execute`` raised ``exc``: fail ``tup`` with its reason and count the error."""
+    if not is_user_error(exc):
+        raise exc
+    coll.fail_with(tup, error_reason(exc, coll.component))
+    coll.report_error(exc)
+
+
 class AckerExecutor:
     """One acker task: XOR bookkeeping for the roots ``root % num_ackers`` maps to it."""
 
     def __init__(self, ledger: AckLedger, queue: BatchQueue, queues: list[BatchQueue],
                  task_executor: list[int], spout_executors: list[int],
-                 clock: Callable[[], float], stats: TaskStats) -> None:
+                 clock: Callable[[], float], stats: TaskStats,
+                 reasons: FailReasons | None = None, timeout_secs: float = 0.0) -> None:
         self.ledger = ledger
         self.queue = queue
         self._queues = queues
@@ -309,6 +296,8 @@ class AckerExecutor:
         self._only = spout_executors[0] if len(spout_executors) == 1 else None
         self._clock = clock
         self.stats = stats
+        self._reasons = FailReasons() if reasons is None else reasons
+        self._timeout = FailReason("timeout", f"timed out after {timeout_secs:g} s")
 
     async def run(self) -> None:
         """Apply message batches until cancelled; decided trees go back to their spout tasks."""
@@ -327,6 +316,9 @@ class AckerExecutor:
             await asyncio.sleep(tick)
             decided = self.ledger.expire(self._clock())
             if decided:
+                reasons, timeout = self._reasons, self._timeout
+                for outcome in decided:
+                    reasons.record(outcome[2], timeout)
                 self._send(decided)
 
     def _send(self, decided: list[tuple[int, int, int]]) -> None:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from engine.acker import AckLedger
 from engine.basic_bolt import adapt_basic_bolt
+from engine.clock import Clock, loop_clock
 from engine.collector import Outbox, OutputCollector, Route, SpoutOutputCollector
 from engine.components import BasicBolt
 from engine.config import (
@@ -35,14 +35,14 @@ from engine.executor import (
     BoltTask,
     SpoutExecutor,
     SpoutTask,
-    bound,
-    call,
 )
+from engine.failure import FailReasons
 from engine.grouping import make_grouper
 from engine.queues import BatchQueue
 from engine.stats import LatencyReservoir, TaskStats
 from engine.topology import ComponentDef, Topology
 from engine.tuples import Source
+from engine.usercall import invoke, is_user_error, method
 
 __all__ = ["RunningTopology"]
 
@@ -71,13 +71,14 @@ class RunningTopology:
             d.id: validate_config({**self.conf, **(d.obj.component_configuration() or {}),
                                    **d.conf}, f"{d.kind} {d.id!r}")
             for d in topology.components.values()}
-        self.clock: Callable[[], float] = time.monotonic
+        self.clock: Clock = loop_clock()
         self.started_at = 0.0
         self.latency = LatencyReservoir()
         self.spout_executors: list[SpoutExecutor] = []
         self.bolt_executors: list[BoltExecutor] = []
         self.ackers: list[AckerExecutor] = []
         self.task_stats: dict[str, list[TaskStats]] = {}
+        self.reasons = FailReasons()
         self._tasks: list[asyncio.Task[None]] = []
         self._kill_lock = asyncio.Lock()
         self._killed = False
@@ -126,8 +127,9 @@ class RunningTopology:
             stats = TaskStats()
             acker_stats.append(stats)
             ledger = AckLedger(self.conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS], self.clock())
-            self.ackers.append(AckerExecutor(ledger, self.acker_queues[i], self.queues,
-                                             self.task_executor, spout_execs, self.clock, stats))
+            self.ackers.append(AckerExecutor(
+                ledger, self.acker_queues[i], self.queues, self.task_executor, spout_execs,
+                self.clock, stats, self.reasons, self.conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS]))
         self.task_stats["__acker"] = acker_stats
 
     def _context(self, d: ComponentDef, task_id: int) -> TopologyContext:
@@ -177,12 +179,13 @@ class RunningTopology:
                 else:
                     if isinstance(obj, BasicBolt):
                         obj = adapt_basic_bolt(obj)
-                    bcoll = OutputCollector(d.id, task_id, routes, outbox, stats, debug)
+                    bcoll = OutputCollector(d.id, task_id, routes, outbox, stats, debug,
+                                            self.reasons)
                     bolt_tasks.append(BoltTask(task_id, obj, context, bcoll, stats))
             if d.is_spout:
                 self.spout_executors.append(SpoutExecutor(
                     d.id, spout_tasks, self.queues[ex], outbox,
-                    conf[TOPOLOGY_MAX_SPOUT_PENDING], self.clock, self.latency))
+                    conf[TOPOLOGY_MAX_SPOUT_PENDING], self.clock, self.latency, self.reasons))
             else:
                 self.bolt_executors.append(
                     BoltExecutor(d.id, bolt_tasks, self.queues[ex], outbox))
@@ -197,7 +200,7 @@ class RunningTopology:
         for sex in self.spout_executors:
             for st in sex.tasks:
                 await self._setup(st.obj, "open", st.context, st.collector, "spout")
-                await call(bound(st.obj, "activate"))
+                await invoke(method(st.obj, "activate"))
         self.started_at = self.clock()
         for sex in self.spout_executors:
             self._tasks.append(spawn(sex.run()))
@@ -210,13 +213,13 @@ class RunningTopology:
             self._tasks.append(spawn(acker.run()))
             self._tasks.append(spawn(acker.expire()))
 
-    async def _setup(self, obj: Any, method: str, context: TopologyContext, collector: Any,
+    async def _setup(self, obj: Any, name: str, context: TopologyContext, collector: Any,
                      kind: str) -> None:
         try:
-            await call(bound(obj, method), dict(context.conf), context, collector)
+            await invoke(method(obj, name), dict(context.conf), context, collector)
         except Exception as exc:
             raise TopologyError(f"{kind} {context.component_id!r} task {context.task_id}: "
-                                f"{method} raised {type(exc).__name__}: {exc}") from exc
+                                f"{name} raised {type(exc).__name__}: {exc}") from exc
 
     def spout_pending(self) -> int:
         """Tracked trees the spouts still wait on."""
@@ -262,10 +265,12 @@ class RunningTopology:
                 await self._quietly(bt.collector, "cleanup", bt.obj)
 
     @staticmethod
-    async def _quietly(collector: Any, method: str, obj: Any) -> None:
+    async def _quietly(collector: Any, name: str, obj: Any) -> None:
         try:
-            await call(bound(obj, method))
-        except Exception as exc:
+            await invoke(method(obj, name))
+        except BaseException as exc:
+            if not is_user_error(exc):
+                raise
             collector.report_error(exc)
 
     # -- figures --------------------------------------------------------------------------
@@ -273,10 +278,12 @@ class RunningTopology:
     def stats(self) -> dict[str, Any]:
         """Counters per component, pending trees, complete latency and queue figures."""
         components = {}
+        spouts = {d.id for d in self.topology.spouts()}
         for cid, per_task in self.task_stats.items():
-            totals = TaskStats().as_dict()
+            spout = cid in spouts
+            totals = TaskStats().as_dict(spout)
             for stats in per_task:
-                for key, value in stats.as_dict().items():
+                for key, value in stats.as_dict(spout).items():
                     totals[key] += value
             components[cid] = totals
         if self.ackers:  # trees decided: the ledgers count them

@@ -8,12 +8,14 @@ __all__ = ["LatencyReservoir", "TaskStats"]
 
 
 _COUNTERS = ("acked", "emitted", "errors", "executed", "failed")
+# A spout's fails by reason kind; their sum is ``failed``.
+_FAIL_KINDS = ("failed_error", "failed_explicit", "failed_timeout")
 
 
 class TaskStats:
     """Monotonic counters of one task (plain ints on the hot path)."""
 
-    __slots__ = _COUNTERS
+    __slots__ = _COUNTERS + _FAIL_KINDS
 
     def __init__(self) -> None:
         self.emitted = 0
@@ -21,10 +23,24 @@ class TaskStats:
         self.acked = 0
         self.failed = 0
         self.errors = 0
+        self.failed_error = 0
+        self.failed_explicit = 0
+        self.failed_timeout = 0
 
-    def as_dict(self) -> dict[str, int]:
-        """The counters by name."""
-        return {name: getattr(self, name) for name in _COUNTERS}
+    def count_fail(self, kind: str) -> None:
+        """One tree of this spout task failed, for a reason of ``kind``."""
+        self.failed += 1
+        if kind == "timeout":
+            self.failed_timeout += 1
+        elif kind == "error":
+            self.failed_error += 1
+        else:
+            self.failed_explicit += 1
+
+    def as_dict(self, spout: bool = False) -> dict[str, int]:
+        """The counters by name; a spout's include its fails by kind."""
+        names = _COUNTERS + _FAIL_KINDS if spout else _COUNTERS
+        return {name: getattr(self, name) for name in names}
 
 
 class LatencyReservoir:

@@ -1,15 +1,27 @@
-"""Test kit: spouts and bolts that record what happened, for tests of topologies.
+"""Test kit: spouts and bolts that record what happened, and virtual time.
 
-Records live in lists set in ``__init__``, so every task of a component (each a copy,
-api.md §2) appends to the same list and a test can compare them after a run.
+Records live in lists set in ``__init__``, so every task of a component (each a copy)
+appends to the same list and a test can compare them after a run.
+
+Virtual time (see ``engine.virtual_time`` for the details): ``VirtualTimePolicy`` makes
+pytest-asyncio run a module's tests on a loop whose clock jumps to the next timer when
+every task is idle, so timeouts, ticks and back-off cost no real seconds::
+
+    @pytest.fixture
+    def event_loop_policy():
+        return VirtualTimePolicy()
+
+This module is also a pytest plugin (``pytest_plugins = ("engine.testing",)``) giving the
+fixture ``virtual_loop``: a fresh ``VirtualTimeLoop`` for a plain ``def`` test, closed
+after it (``virtual_loop.run(coro)`` runs a coroutine on it). ``wait_until`` reads the
+loop's clock, so its ``timeout`` is virtual on such a loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from engine.collector import OutputCollector, SpoutOutputCollector
@@ -17,8 +29,10 @@ from engine.components import Bolt, Spout
 from engine.context import TopologyContext
 from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
+from engine.virtual_time import VirtualTimeLoop, VirtualTimePolicy
 
-__all__ = ["CaptureBolt", "FailOn", "FeederSpout", "wait_until"]
+__all__ = ["CaptureBolt", "FailOn", "FeederSpout", "VirtualTimeLoop", "VirtualTimePolicy",
+           "virtual_loop", "wait_until"]
 
 
 class FeederSpout(Spout):
@@ -108,9 +122,28 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0,
                      interval: float = 0.005) -> float:
     """Wait until ``predicate()`` is true; return the seconds waited; TimeoutError after
     ``timeout``."""
-    start = time.monotonic()
+    clock = asyncio.get_running_loop().time
+    start = clock()
     while not predicate():
-        if time.monotonic() - start > timeout:
+        if clock() - start > timeout:
             raise TimeoutError(f"condition not met within {timeout}s")
         await asyncio.sleep(interval)
-    return time.monotonic() - start
+    return clock() - start
+
+
+def _virtual_loop() -> Iterator[VirtualTimeLoop]:
+    """A fresh ``VirtualTimeLoop`` for one test, closed afterwards."""
+    loop = VirtualTimeLoop()
+    try:
+        yield loop
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+try:
+    import pytest
+except ImportError:  # the test kit works without pytest; only the fixture needs it
+    virtual_loop = _virtual_loop
+else:
+    virtual_loop = pytest.fixture(name="virtual_loop")(_virtual_loop)

@@ -8,6 +8,8 @@ import pytest
 
 from tests.kafka_broker import TestingBroker
 
+pytest_plugins = ("engine.testing",)
+
 
 @pytest.fixture(scope="session")
 def kafka_broker() -> Iterator[TestingBroker]:

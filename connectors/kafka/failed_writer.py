@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
+
+from engine.clock import now
 
 __all__ = ["FailedWriter"]
 
@@ -70,7 +71,7 @@ class FailedWriter:
             if not item.wanted():
                 self._finish()
                 continue
-            delay = item.not_before - time.monotonic()
+            delay = item.not_before - now()
             if delay > 0:
                 await asyncio.sleep(delay)
             try:
@@ -95,7 +96,7 @@ class FailedWriter:
     def _retry(self, item: _Write, exc: BaseException) -> None:
         log.warning("failed topic %r: write failed (%s: %s); retrying in %.1fs",
                     self._topic, type(exc).__name__, exc, self._retry_delay)
-        item.not_before = time.monotonic() + self._retry_delay
+        item.not_before = now() + self._retry_delay
         self._queue.put_nowait(item)
 
     def _finish(self) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -29,6 +28,7 @@ from aiokafka.errors import KafkaError
 
 from connectors.kafka.codec import DecodeError
 from connectors.kafka.offsets import PartitionOffsets
+from engine.clock import now
 
 __all__ = ["Fetcher", "Partition", "Pending"]
 
@@ -121,12 +121,12 @@ class Fetcher:
 
     async def run(self, on_error: Callable[[BaseException], None]) -> None:
         """Fetch and periodically commit until cancelled; errors are reported, not fatal."""
-        next_commit = time.monotonic() + self._commit_interval
+        next_commit = now() + self._commit_interval
         while True:
             try:
                 await self._step()
-                if time.monotonic() >= next_commit:
-                    next_commit = time.monotonic() + self._commit_interval
+                if now() >= next_commit:
+                    next_commit = now() + self._commit_interval
                     await self.commit()
             except Exception as exc:
                 # Broker trouble (KafkaError) is usually transient; anything else is a bug

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +40,7 @@ from connectors.kafka.failed_writer import FailedWriter
 from connectors.kafka.fetcher import Fetcher, MsgId, Partition, Pending
 from connectors.kafka.retry import Backoff, RetryQueue
 from engine import Spout
+from engine.clock import now
 
 __all__ = ["KafkaSpout", "KafkaSpoutMetrics"]
 
@@ -182,7 +182,7 @@ class KafkaSpout(Spout):
         emit = self._collector.emit
         retries = self._retries
         if len(retries):
-            for part, pending in retries.pop_ready(time.monotonic()):
+            for part, pending in retries.pop_ready(now()):
                 if part.holds(pending):
                     self.metrics.retried += 1
                     emit(pending.values, pending.msg_id)
@@ -210,7 +210,7 @@ class KafkaSpout(Spout):
         pending.failures += 1
         delay = self.backoff.delay(pending.failures)
         if delay is not None:
-            self._retries.schedule((part, pending), time.monotonic() + delay)
+            self._retries.schedule((part, pending), now() + delay)
             return
         attempts = pending.failures
         self._give_up(part, pending, attempts,

@@ -22,13 +22,13 @@ so a replay leaves it out too) and reported as an error of the emitter.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from connectors.kafka.codec import DecodeError, Decoder, check_value_format
+from engine.clock import now
 from engine.errors import FailedException
 from engine.transactional.spout import (
     BatchCollector,
@@ -82,7 +82,7 @@ class _PartitionCount:
 
     async def get(self) -> int:
         """The number of partitions; ``FailedException`` while the topic has none."""
-        if self._count and time.monotonic() - self._checked < _METADATA_REFRESH_SECS:
+        if self._count and now() - self._checked < _METADATA_REFRESH_SECS:
             return self._count
         if self._consumer is None:
             self._consumer = self._options.consumer()
@@ -91,7 +91,7 @@ class _PartitionCount:
         partitions = self._consumer.partitions_for_topic(self._options.topic)
         if not partitions:
             raise FailedException(f"topic {self._options.topic!r} has no partitions (yet)")
-        self._count, self._checked = len(partitions), time.monotonic()
+        self._count, self._checked = len(partitions), now()
         return self._count
 
     async def close(self) -> None:
@@ -170,9 +170,9 @@ class _Reader:
     async def read_range(self, partition: int, start: int, end: int) -> list[Any]:
         """Exactly the records ``start <= offset < end``; FailedException if unreadable."""
         records: list[Any] = []
-        position, deadline = start, time.monotonic() + _REPLAY_DEADLINE_SECS
+        position, deadline = start, now() + _REPLAY_DEADLINE_SECS
         while position < end:
-            if time.monotonic() > deadline:
+            if now() > deadline:
                 raise FailedException(f"partition {partition}: offsets {position}..{end} "
                                       f"could not be read again")
             got = await self._fetch(partition, position, end - position,

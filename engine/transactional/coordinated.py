@@ -22,17 +22,17 @@ the batch; tuples of an older attempt of a transaction are failed on sight.
 from __future__ import annotations
 
 import copy
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.clock import now
 from engine.components import BasicBolt, Bolt
 from engine.config import TOPOLOGY_MAX_SPOUT_PENDING, TOPOLOGY_MESSAGE_TIMEOUT_SECS
-from engine.errors import FailedException
-from engine.transactional._calls import async_method, is_async_method
+from engine.failure import FailReason, error_reason
 from engine.transactional.attempt import TransactionAttempt
 from engine.transactional.collector import BatchOutputCollector
 from engine.transactional.committer import BatchBolt
+from engine.usercall import awaitable, is_async, is_user_error, report
 
 if TYPE_CHECKING:
     from engine.collector import OutputCollector
@@ -86,7 +86,7 @@ class _BasicBatchBolt(BatchBolt):
 
     def __init__(self, inner: BasicBolt) -> None:
         self.inner = inner
-        self.execute_async = is_async_method(type(inner), "execute")
+        self.execute_async = is_async(type(inner), "execute")
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: Any,
                 attempt: TransactionAttempt) -> None:
@@ -134,16 +134,16 @@ class CoordinatedBolt(Bolt):
         self._expire_after = (pending + 2) * float(conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS])
         template: Any = copy.copy(self.delegate)
         if isinstance(template, BasicBolt):
-            await async_method(template, "prepare")(conf, context)
-            self._cleanup = async_method(template, "cleanup")
+            await awaitable(template, "prepare")(conf, context)
+            self._cleanup = awaitable(template, "cleanup")
             template = _BasicBatchBolt(template)
         else:
             self._cleanup = _nothing
         self._template = template
         cls = type(template)
-        self._execute_async = is_async_method(cls, "execute")
-        self._prepare_async = is_async_method(cls, "prepare")
-        self._finish_async = is_async_method(cls, "finish_batch")
+        self._execute_async = is_async(cls, "execute")
+        self._prepare_async = is_async(cls, "prepare")
+        self._finish_async = is_async(cls, "finish_batch")
 
     async def execute(self, tup: Tuple) -> None:
         """Count, run or hold ``tup``; finish the batch when it is complete."""
@@ -195,14 +195,13 @@ class CoordinatedBolt(Bolt):
                 await batch.bolt.execute(tup)
             else:
                 batch.bolt.execute(tup)
-        except FailedException:
-            self._out.fail(tup)
-            self._fail(batch)
-            return False
-        except Exception as exc:
-            self._out.fail(tup)
-            self._fail(batch)
-            self._out.report_error(exc)
+        except BaseException as exc:
+            if not is_user_error(exc):
+                raise
+            reason = error_reason(exc, self._out.component)
+            self._out.fail_with(tup, reason)
+            self._fail(batch, reason)
+            report(self._out, exc, failed_is_expected=True)
             return False
         return True
 
@@ -224,12 +223,11 @@ class CoordinatedBolt(Bolt):
             result = batch.bolt.finish_batch()
             if self._finish_async:
                 await result
-        except FailedException:
-            self._fail(batch)
-            return
-        except Exception as exc:
-            self._fail(batch)
-            self._out.report_error(exc)
+        except BaseException as exc:
+            if not is_user_error(exc):
+                raise
+            self._fail(batch, error_reason(exc, self._out.component))
+            report(self._out, exc, failed_is_expected=True)
             return
         sent, attempt, emit_direct = batch.collector.sent, batch.attempt, self._out.emit_direct
         for t in self._out_tasks:
@@ -238,11 +236,14 @@ class CoordinatedBolt(Bolt):
             self._out.ack(t)
         del self._batches[attempt.transaction_id]
 
-    def _fail(self, batch: _Batch) -> None:
+    def _fail(self, batch: _Batch, reason: FailReason | None = None) -> None:
         batch.failed = True
         batch.bolt = None
+        if reason is None:
+            reason = FailReason("explicit", f"batch {batch.attempt} failed", None,
+                                self._out.component)
         for t in batch.held:
-            self._out.fail(t)
+            self._out.fail_with(t, reason)
         batch.held = []
 
     def _batch_for(self, attempt: TransactionAttempt) -> _Batch | None:
@@ -257,9 +258,9 @@ class CoordinatedBolt(Bolt):
         self._newest[txid] = aid
         if len(self._newest) > _KEEP_ATTEMPTS:
             del self._newest[next(iter(self._newest))]  # the oldest txid seen, in practice
-        now = time.monotonic()
-        self._expire(now)
-        batch = self._batches[txid] = _Batch(attempt, now)
+        born = now()
+        self._expire(born)
+        batch = self._batches[txid] = _Batch(attempt, born)
         return batch
 
     def _expire(self, now: float) -> None:

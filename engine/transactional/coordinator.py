@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 from engine.components import Spout
 from engine.config import TOPOLOGY_ACKER_EXECUTORS, TOPOLOGY_MAX_SPOUT_PENDING
 from engine.errors import ConfigError
-from engine.transactional._calls import async_method
 from engine.transactional.attempt import AttemptIds, TransactionAttempt
 from engine.transactional.coordinated import BATCH_STREAM, COMMIT_STREAM
 from engine.transactional.ledger import AckOutcome, TransactionLedger
 from engine.transactional.partitioned import TRANSACTIONAL_ID
 from engine.transactional.spout import TransactionalSpout
 from engine.transactional.state import COORDINATOR_SCOPE, TransactionalState
+from engine.usercall import awaitable
 
 if TYPE_CHECKING:
     from engine.collector import SpoutOutputCollector
@@ -58,9 +58,9 @@ class CoordinatorSpout(Spout):
         self._state = TransactionalState.from_conf(conf, self.transactional_id)
         coordinator = self.spout.get_coordinator(
             {**conf, TRANSACTIONAL_ID: self.transactional_id}, context)
-        self._is_ready = async_method(coordinator, "is_ready")
-        self._initialize = async_method(coordinator, "initialize_transaction")
-        self._close = async_method(coordinator, "close", optional=True)
+        self._is_ready = awaitable(coordinator, "is_ready")
+        self._initialize = awaitable(coordinator, "initialize_transaction")
+        self._close = awaitable(coordinator, "close", optional=True)
         max_active = conf.get(TOPOLOGY_MAX_SPOUT_PENDING) or 1
         self.ledger = TransactionLedger(self._state.next_txid(), max_active, AttemptIds().next)
 

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from engine.components import Bolt
 from engine.errors import FailedException
-from engine.transactional._calls import async_method
 from engine.transactional.collector import BatchOutputCollector
 from engine.transactional.coordinated import COORD_FIELDS, COORD_STREAM
 from engine.transactional.partitioned import TRANSACTIONAL_ID
 from engine.transactional.spout import TransactionalSpout
+from engine.usercall import awaitable
 
 if TYPE_CHECKING:
     from engine.collector import OutputCollector
@@ -47,9 +47,9 @@ class EmitterBolt(Bolt):
         self._out = collector
         emitter = self.spout.get_emitter({**conf, TRANSACTIONAL_ID: self.transactional_id},
                                          context)
-        self._emit_batch = async_method(emitter, "emit_batch")
-        self._cleanup_before = async_method(emitter, "cleanup_before", optional=True)
-        self._close = async_method(emitter, "close", optional=True)
+        self._emit_batch = awaitable(emitter, "emit_batch")
+        self._cleanup_before = awaitable(emitter, "cleanup_before", optional=True)
+        self._close = awaitable(emitter, "close", optional=True)
         self._out_tasks = [t for d in self.downstream for t in context.component_tasks(d)]
         self._committed = 0
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.transactional._calls import async_method
 from engine.transactional.spout import (
     BatchCollector,
     OpaquePartitionedTransactionalSpout,
@@ -28,6 +27,7 @@ from engine.transactional.spout import (
     TransactionalSpout,
 )
 from engine.transactional.state import TransactionalState, partition_scope
+from engine.usercall import awaitable
 
 if TYPE_CHECKING:
     from engine.context import TopologyContext
@@ -62,9 +62,9 @@ class _Coordinator:
     """The coordinator half of a partitioned spout: metadata = number of partitions."""
 
     def __init__(self, inner: Any, opaque: bool) -> None:
-        self._is_ready = async_method(inner, "is_ready")
-        self._num_partitions = None if opaque else async_method(inner, "num_partitions")
-        self.close = async_method(inner, "close", optional=True)
+        self._is_ready = awaitable(inner, "is_ready")
+        self._num_partitions = None if opaque else awaitable(inner, "num_partitions")
+        self.close = awaitable(inner, "close", optional=True)
 
     async def is_ready(self) -> bool:
         return bool(await self._is_ready())
@@ -79,9 +79,9 @@ class _PartitionedEmitter:
     def __init__(self, inner: Any, state: TransactionalState, context: TopologyContext) -> None:
         self._state = state
         self._context = context
-        self._new = async_method(inner, "emit_partition_batch_new")
-        self._again = async_method(inner, "emit_partition_batch")
-        self._close = async_method(inner, "close", optional=True)
+        self._new = awaitable(inner, "emit_partition_batch_new")
+        self._again = awaitable(inner, "emit_partition_batch")
+        self._close = awaitable(inner, "close", optional=True)
         self._partitions = 0
 
     async def emit_batch(self, attempt: TransactionAttempt, num_partitions: int,
@@ -115,9 +115,9 @@ class _OpaqueEmitter:
     def __init__(self, inner: Any, state: TransactionalState, context: TopologyContext) -> None:
         self._state = state
         self._context = context
-        self._emit = async_method(inner, "emit_partition_batch")
-        self._num_partitions = async_method(inner, "num_partitions")
-        self._close = async_method(inner, "close", optional=True)
+        self._emit = awaitable(inner, "emit_partition_batch")
+        self._num_partitions = awaitable(inner, "num_partitions")
+        self._close = awaitable(inner, "close", optional=True)
         self._partitions = 0
 
     async def emit_batch(self, attempt: TransactionAttempt, metadata: Any,

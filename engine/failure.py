@@ -1,0 +1,72 @@
+"""Why a tree failed: ``FailReason``, and the bounded book that carries it to the spout.
+
+A reason is recorded only when something fails (nothing is stored on the success path):
+a bolt's ``fail``, an exception out of user code, or the acker's timeout. The spout
+executor takes it out when the tree's FAIL reaches it. The first reason recorded for a
+root wins. Reasons whose root never reaches a spout (the tree was decided already, or
+its spout task was never known) are bounded: past ``capacity`` the oldest go first.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import FailedException
+
+__all__ = ["REASON_CAPACITY", "FailReason", "FailReasons", "error_reason"]
+
+REASON_CAPACITY = 65536
+_TRACE_FRAMES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class FailReason:
+    """Why a tree failed: ``kind`` is ``"explicit"``, ``"timeout"`` or ``"error"``."""
+
+    kind: str
+    message: str
+    trace: str | None = None
+    component: str | None = None
+
+
+def error_reason(exc: BaseException, component: str | None) -> FailReason:
+    """The reason for ``exc`` escaping user code: ``"Type: message"`` and a short trace.
+
+    ``FailedException`` is the user saying "fail it": kind ``"explicit"`` and no trace.
+    """
+    message = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, FailedException):
+        return FailReason("explicit", message, None, component)
+    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__,
+                                               limit=-_TRACE_FRAMES))
+    return FailReason("error", message, trace, component)
+
+
+class FailReasons:
+    """``root -> FailReason`` for failed trees on their way to the spout; first one wins."""
+
+    __slots__ = ("_reasons", "capacity", "dropped")
+
+    def __init__(self, capacity: int = REASON_CAPACITY) -> None:
+        self._reasons: dict[Any, FailReason] = {}
+        self.capacity = capacity
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return len(self._reasons)
+
+    def record(self, root: Any, reason: FailReason) -> None:
+        """Remember ``reason`` for ``root`` unless one is recorded already."""
+        reasons = self._reasons
+        if root in reasons:
+            return
+        if len(reasons) >= self.capacity:
+            del reasons[next(iter(reasons))]  # the oldest: its tree is long decided
+            self.dropped += 1
+        reasons[root] = reason
+
+    def take(self, root: Any) -> FailReason | None:
+        """The reason recorded for ``root``, forgotten as it is handed out."""
+        return self._reasons.pop(root, None)

@@ -1,0 +1,103 @@
+"""The one way the engine calls user code, and what it does when user code raises.
+
+Calling: every user method may be ``def`` or ``async def``. ``method`` decides which once,
+when a task starts, and returns ``(callable, is_async)``; hot loops branch on the flag
+instead of inspecting each call's result. ``invoke`` calls such a pair; ``awaitable``
+wraps a method as an async callable for code that is not on the hot path.
+
+Raising: ``is_user_error(exc)`` says whether an exception that escaped user code is the
+user's (handle it and go on) or must propagate. Every ``Exception`` is the user's,
+``FailedException`` included. A ``CancelledError`` is the user's too (an awaited future
+of theirs was cancelled) unless the running task itself is being cancelled: that is the
+engine stopping, and it propagates, as do ``KeyboardInterrupt`` and ``SystemExit``.
+Callers write::
+
+    try:
+        execute(tup)
+    except BaseException as exc:
+        if not is_user_error(exc):
+            raise
+        ...fail the tuple with error_reason(exc, component), report the error...
+
+``report`` then counts and logs the error unless it is a ``FailedException`` raised where
+failing is an expected outcome (a ``BasicBolt``, a transactional batch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from engine.errors import FailedException
+
+__all__ = ["UserMethod", "accepts", "awaitable", "invoke", "is_async", "is_user_error",
+           "method", "report"]
+
+UserMethod = tuple[Callable[..., Any], bool]
+
+
+async def _nothing(*_: Any) -> None:
+    return None
+
+
+def is_async(obj: Any, name: str) -> bool:
+    """Whether ``obj.name`` (an instance's or a class's) is a coroutine function."""
+    return inspect.iscoroutinefunction(getattr(obj, name, None))
+
+
+def method(obj: Any, name: str, *, optional: bool = False) -> UserMethod:
+    """``obj.name`` and whether it is a coroutine function, decided once.
+
+    With ``optional``, a missing method becomes a no-op instead of an ``AttributeError``.
+    """
+    fn = getattr(obj, name, None)
+    if fn is None:
+        if optional:
+            return _nothing, True
+        raise AttributeError(f"{type(obj).__name__} has no method {name!r}")
+    return fn, inspect.iscoroutinefunction(fn)
+
+
+async def invoke(m: UserMethod, *args: Any) -> Any:
+    """Call a ``method`` pair, awaiting it if it is a coroutine function."""
+    fn, run_async = m
+    return await fn(*args) if run_async else fn(*args)
+
+
+def awaitable(obj: Any, name: str, *, optional: bool = False) -> Callable[..., Awaitable[Any]]:
+    """An async callable for ``obj.name``: the coroutine method itself, or a wrapper."""
+    fn, run_async = method(obj, name, optional=optional)
+    if run_async:
+        return fn
+
+    async def call(*args: Any) -> Any:
+        return fn(*args)
+
+    return call
+
+
+def accepts(fn: Callable[..., Any], parameter: str) -> bool:
+    """Whether ``fn``'s signature has a parameter named ``parameter``."""
+    try:
+        return parameter in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """True when ``exc`` escaping user code is the user's to handle; False: re-raise it."""
+    if isinstance(exc, Exception):
+        return True
+    if isinstance(exc, asyncio.CancelledError):
+        task = asyncio.current_task()
+        return task is None or not task.cancelling()
+    return False
+
+
+def report(collector: Any, exc: BaseException, *, failed_is_expected: bool = False) -> None:
+    """Count and log ``exc`` as an error of ``collector``'s component, unless expected."""
+    if failed_is_expected and isinstance(exc, FailedException):
+        return
+    collector.report_error(exc)
