@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
-from engine import Bolt, Config, FailedException, LocalCluster, Spout, TopologyBuilder
+from engine import Bolt, FailedException, LocalCluster, Spout, TopologyBuilder
 from engine.testing import CaptureBolt, FeederSpout, wait_until
-from tests.engine.helpers import Hold
 
 
 class WaitingSpout(Spout):
@@ -43,43 +41,6 @@ class WaitingSpout(Spout):
 
     def fail(self, msg_id: Any) -> None:
         self.events.append(("fail", msg_id))
-
-
-async def test_async_spout_waiting_for_input_still_sends_and_times_out() -> None:
-    queue: asyncio.Queue[Any] = asyncio.Queue()
-    spout, hold = WaitingSpout(queue), Hold()
-    b = TopologyBuilder()
-    b.set_spout("s", spout)
-    b.set_bolt("hold", hold).shuffle_grouping("s")
-    async with LocalCluster() as cluster:
-        await cluster.submit_topology("t", Config({"topology.message.timeout.secs": 1}),
-                                      b.create_topology())
-        start = time.monotonic()
-        await queue.put("a")
-        await wait_until(lambda: hold.held, timeout=1)  # sent at once, not after 100 emits
-        await wait_until(lambda: spout.events, timeout=3)
-        assert spout.events == [("fail", "a")]
-        assert time.monotonic() - start < 2.1
-
-
-async def test_timeouts_reach_a_spout_blocked_by_a_full_queue() -> None:
-    class Sleepy(Bolt):
-        async def execute(self, tup: Any) -> None:
-            await asyncio.sleep(4)
-
-    spout = FeederSpout(["v"])
-    b = TopologyBuilder()
-    b.set_spout("s", spout)
-    b.set_bolt("slow", Sleepy()).shuffle_grouping("s")
-    for i in range(300):
-        spout.feed([i], msg_id=i)
-    conf = Config({"topology.message.timeout.secs": 1,
-                   "topology.executor.receive.buffer.size": 1})
-    async with LocalCluster() as cluster:
-        await cluster.submit_topology("t", conf, b.create_topology())
-        await wait_until(lambda: spout.events, timeout=2.5)
-        await cluster.kill_topology("t")
-    assert spout.events[0][0] == "fail"
 
 
 async def test_user_cancelled_error_fails_the_tuple_and_the_bolt_goes_on() -> None:

@@ -63,7 +63,8 @@ async def test_explicit_fail_reaches_the_spout_at_once() -> None:
     assert waited < 1.0  # not the 30 s timeout
 
 
-async def test_timeout_fails_within_timeout_plus_one_second() -> None:
+async def test_timeout_fails_in_real_time_smoke() -> None:
+    """Real seconds, once: the wheel and the loop agree on time (exact checks run virtual)."""
     spout, hold = FeederSpout(["v"]), Hold()
     b = TopologyBuilder()
     b.set_spout("s", spout)
@@ -77,7 +78,7 @@ async def test_timeout_fails_within_timeout_plus_one_second() -> None:
         elapsed = time.monotonic() - start
         assert cluster.stats("t")["components"]["__acker"]["timed_out"] == 1
     assert spout.events == [("fail", "late")]
-    assert 1.0 <= elapsed < 2.0
+    assert 1.0 <= elapsed < 5.0  # lax: a loaded machine may be late, never early
 
 
 async def test_zero_ackers_ack_right_after_emit() -> None:
@@ -219,53 +220,6 @@ async def test_max_spout_pending_bounds_trees_in_flight() -> None:
         await asyncio.sleep(0.1)
         assert len(spout.emitted) == 8
         assert cluster.stats("t")["spout_pending"] == 5
-
-
-async def test_reset_timeout_keeps_a_slow_tree_alive() -> None:
-    class Resetting(Bolt):
-        def prepare(self, conf: Any, context: Any, collector: Any) -> None:
-            self.collector = collector
-
-        async def execute(self, tup: Any) -> None:
-            for _ in range(6):  # 1.8 s of work against a 1 s timeout
-                await asyncio.sleep(0.3)
-                self.collector.reset_timeout(tup)
-            self.collector.ack(tup)
-
-    spout = FeederSpout(["v"])
-    b = TopologyBuilder()
-    b.set_spout("s", spout)
-    b.set_bolt("slow", Resetting()).shuffle_grouping("s")
-    spout.feed(["x"], msg_id="slow")
-    async with LocalCluster() as cluster:
-        await cluster.submit_topology("t", conf(topology_message_timeout_secs=1),
-                                      b.create_topology())
-        await wait_until(lambda: spout.events, timeout=5)
-    assert spout.events == [("ack", "slow")]
-
-
-async def test_tick_tuples_reach_every_task() -> None:
-    class Ticks(Bolt):
-        def __init__(self) -> None:
-            self.ticks: list[int] = []
-
-        def prepare(self, conf: Any, context: Any, collector: Any) -> None:
-            self.collector, self.task_id = collector, context.task_id
-
-        def execute(self, tup: Any) -> None:
-            if tup.is_tick():
-                self.ticks.append(self.task_id)
-            self.collector.ack(tup)
-
-    ticks = Ticks()
-    b = TopologyBuilder()
-    b.set_spout("s", FeederSpout(["v"]))
-    b.set_bolt("ticks", ticks, 2).shuffle_grouping("s").add_configuration(
-        "topology.tick.tuple.freq.secs", 0.05)
-    async with LocalCluster() as cluster:
-        await cluster.submit_topology("t", conf(), b.create_topology())
-        await wait_until(lambda: len(set(ticks.ticks)) == 2 and len(ticks.ticks) >= 6)
-        assert cluster.stats("t")["pending"] == 0
 
 
 async def test_kill_drains_pending_trees_then_closes() -> None:

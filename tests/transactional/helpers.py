@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -85,9 +84,10 @@ async def run_until(conf: Config, topology: Topology, done: Callable[[], bool],
     short grace period that would expose extra commits; returns the final stats."""
     async with LocalCluster() as cluster:
         await cluster.submit_topology(name, conf, topology)
-        deadline = time.monotonic() + limit
+        clock = asyncio.get_running_loop().time
+        deadline = clock() + limit
         while not done():
-            assert time.monotonic() < deadline, "topology did not finish in time"
+            assert clock() < deadline, "topology did not finish in time"
             await asyncio.sleep(0.02)
         await asyncio.sleep(0.2)
         stats = cluster.stats(name)

@@ -116,3 +116,26 @@ async def test_exact_when_the_spout_fails_mid_batch(tmp_path: Path, max_pending:
     assert read_count(conf) == TOTAL
     assert faults.hits["new"] > 0 and faults.hits["again"] > 0
     assert_commits_in_order(log)
+
+
+class CancellingFaults(Faults):
+    """Raises the user's own ``CancelledError`` (an awaited future of theirs was cancelled)."""
+
+    def maybe(self, point: str) -> None:
+        try:
+            super().maybe(point)
+        except Exception as exc:
+            raise asyncio.CancelledError(str(exc)) from None
+
+
+async def test_a_users_own_cancelled_error_fails_the_batch_not_the_task(tmp_path: Path) -> None:
+    conf = conf_for(tmp_path, 2)
+    processing = CancellingFaults({"execute": 0.01, "finish": 0.1}, seed=3)
+    log: list[tuple[int, bool]] = []
+    topo = build(conf, partitions(3, 120), 10, batch_count=FlakyBatchCount(processing),
+                 committer=RecordingCommitter(Faults(), log))
+    stats = await run_until(conf, topo, lambda: read_count(conf) >= TOTAL, limit=60)
+    assert read_count(conf) == TOTAL
+    assert processing.hits["execute"] > 0 and processing.hits["finish"] > 0
+    assert stats["components"]["partial-count"]["errors"] == sum(processing.hits.values())
+    assert_commits_in_order(log)
