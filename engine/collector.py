@@ -1,8 +1,10 @@
 """Collectors: the four verbs (emit, anchor, ack, fail) turned into outgoing batches.
 
 Tuples go into the executor's ``Outbox`` (one list per destination executor) and acker
-messages into one list per acker; the executor flushes both after each batch or spout
-round, so nothing here awaits and nothing is allocated per tuple beyond the tuple itself.
+messages into one list per acker; the outbox flushes both (``engine.outbox`` describes
+when), so nothing here awaits and nothing is allocated per tuple beyond the tuple itself.
+Emits, acks and fails made outside ``execute``/``next_tuple`` schedule an immediate flush
+that does not respect the destination's queue bound (see ``engine.outbox``).
 
 Anchoring follows Storm's ``BoltOutputCollectorImpl``: one fresh edge id per (anchor,
 target task), XOR-ed into the anchor's ``ack_val`` and into the new tuple's roots;
@@ -12,10 +14,8 @@ pair is two fields of the tuple; pairs of further trees travel flattened in ``mo
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from operator import index
 from typing import Any, SupportsIndex
 
@@ -23,16 +23,14 @@ from mypy_extensions import i64
 
 from engine.acker import FAIL, INIT, RESET
 from engine.failure import FailReason, FailReasons
-from engine.grouping import CustomGrouper, Grouper
-from engine.queues import BatchQueue
+from engine.outbox import Outbox
+from engine.routing import Route
 from engine.stats import TaskStats
 from engine.tuples import IdSource, Source, Tuple
 
 __all__ = [
     "BasicOutputCollector",
-    "Outbox",
     "OutputCollector",
-    "Route",
     "SpoutOutputCollector",
 ]
 
@@ -51,112 +49,6 @@ def _pairs(tup: Tuple) -> list[tuple[Any, int]]:
     """Every (root, edge) pair of ``tup`` (none if untracked); roots stay the same objects."""
     roots: tuple[Any, ...] = tup.roots or ()
     return list(zip(roots[::2], roots[1::2], strict=True))
-
-
-class Outbox:
-    """An executor's outgoing buffers: tuples per destination executor, messages per acker."""
-
-    __slots__ = (
-        "acker_acks",
-        "acker_bufs",
-        "acker_queues",
-        "bufs",
-        "busy",
-        "last_root",
-        "last_val",
-        "queues",
-        "scheduled",
-        "task_executor",
-    )
-
-    def __init__(self, queues: list[BatchQueue], task_executor: list[int],
-                 acker_queues: list[BatchQueue]) -> None:
-        self.queues = queues
-        self.task_executor = task_executor
-        self.bufs: dict[int, list[Tuple]] = {}
-        self.acker_queues = acker_queues
-        # Per acker: INIT/FAIL/RESET messages in order, and ACKs coalesced per root by XOR
-        # (associative and commutative, so one message per root per batch says the same).
-        self.acker_bufs: list[list[tuple]] = [[] for _ in acker_queues]
-        self.acker_acks: list[dict[int, i64]] = [{} for _ in acker_queues]
-        # With one acker, the latest run of acks to one root, XOR-ed natively and folded
-        # into ``acker_acks`` when another root comes or at flush: a bolt acks the tuples
-        # of a tree in runs (a sentence's words arrive together).
-        self.last_root: Any = None
-        self.last_val: i64 = 0
-        # True while the executor runs user code it will flush after; calls made at other
-        # times (from the user's own tasks or callbacks) schedule a flush instead.
-        self.busy = False
-        self.scheduled = False
-
-    def schedule_flush(self) -> None:
-        """Flush soon, without waiting: for emits and acks made outside execute/next_tuple."""
-        if not self.scheduled:
-            self.scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush_now)
-
-    def _flush_now(self) -> None:
-        self.scheduled = False
-        if self.busy:
-            return  # the executor flushes at the end of its batch
-        self.flush_acker_messages()
-        if self.bufs:
-            bufs, self.bufs = self.bufs, {}
-            for ex, buf in bufs.items():
-                self.queues[ex].put_nowait(buf)
-
-    def merge_last(self) -> None:
-        """Fold the run of acks to ``last_root`` into the first acker's coalesced acks."""
-        root = self.last_root
-        if root is not None:
-            self.last_root = None
-            acks = self.acker_acks[0]
-            acks[root] = acks.get(root, 0) ^ self.last_val
-
-    def flush_acker_messages(self) -> None:
-        """Hand every pending acker message to its acker (never blocks)."""
-        self.merge_last()
-        acks = self.acker_acks
-        for i, buf in enumerate(self.acker_bufs):
-            if buf or acks[i]:
-                self.acker_queues[i].put_nowait((buf, acks[i]))
-                self.acker_bufs[i] = []
-                acks[i] = {}
-
-    async def flush(self) -> None:
-        """Send every buffered batch, waiting where a destination queue is full."""
-        self.flush_acker_messages()
-        if self.bufs:
-            bufs, self.bufs = self.bufs, {}
-            queues = self.queues
-            for ex, buf in bufs.items():
-                await queues[ex].put(buf)
-
-
-@dataclass(slots=True)
-class Route:
-    """Where one (task, stream) sends: groupers for normal streams, allowed targets for direct."""
-
-    source: Source
-    groupers: list[Grouper] = field(default_factory=list)
-    direct: bool = False
-    direct_targets: frozenset[int] = frozenset()
-    # The one grouper of a stream with exactly one subscriber: the emit fast path.
-    single: Grouper | None = None
-    # That subscriber's only task, where no grouping can choose another: no grouper call.
-    only: int = -1
-    only_targets: list[int] = field(default_factory=list)
-    width: int = 0
-
-    def freeze(self) -> None:
-        """Precompute the fast path once every grouper is added."""
-        self.single = self.groupers[0] if len(self.groupers) == 1 and not self.direct else None
-        self.only = -1
-        if self.single is not None and len(self.single.targets) == 1 \
-                and not isinstance(self.single, CustomGrouper):
-            self.only = self.single.targets[0]
-            self.only_targets = [self.only]
-        self.width = len(self.source.fields)
 
 
 class _Collector:

@@ -3,9 +3,9 @@
 A ``SpoutExecutor`` loops: drain acks and fails from its inbox, call ``next_tuple`` on each
 task (up to ``SPOUT_ROUND`` times, never past ``topology.max.spout.pending``), flush the
 emitted batches, then yield, or wait on the inbox with a growing back-off when nothing
-was emitted. A ``BoltExecutor`` takes a batch, executes every tuple, flushes. An
-``AckerExecutor`` applies batches of acker messages to its ledger and, every wheel tick,
-fails the trees that timed out.
+was emitted. A ``BoltExecutor`` takes a batch, executes every tuple, flushes. User code
+is called through ``engine.usercall``'s policy; an exception out of ``execute`` fails its
+tuple with an ``"error"`` ``FailReason``. (The ackers' executor is ``engine.acker_executor``.)
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.acker import ACK, AckLedger
-from engine.collector import Outbox, OutputCollector, SpoutOutputCollector
+from engine.acker import ACK
+from engine.collector import OutputCollector, SpoutOutputCollector
 from engine.context import TopologyContext
 from engine.failure import FailReason, FailReasons, error_reason
+from engine.outbox import Outbox
 from engine.queues import BatchQueue
 from engine.stats import LatencyReservoir, TaskStats
 from engine.tuples import SYSTEM_COMPONENT, TICK_STREAM, Fields, Source, Tuple
@@ -27,7 +28,7 @@ from engine.usercall import accepts, is_user_error, method
 # A FAIL whose reason was not kept (more failures in flight than the book holds).
 _UNKNOWN_REASON = FailReason("explicit", "failed (reason not kept)")
 
-__all__ = ["AckerExecutor", "BoltExecutor", "BoltTask", "SpoutExecutor", "SpoutTask"]
+__all__ = ["BoltExecutor", "BoltTask", "SpoutExecutor", "SpoutTask"]
 
 # A spout round ends after this many next_tuple calls or emitted tuples, whichever comes
 # first: batches of about a hundred keep a round's tuples in cache (measured: rounds of a
@@ -36,7 +37,6 @@ SPOUT_ROUND = 100
 IDLE_MIN_SECS = 0.0005
 IDLE_MAX_SECS = 0.01
 YIELD_EVERY_BATCHES = 8
-BACKPRESSURE_POLL_SECS = 0.01
 
 
 @dataclass(eq=False)
@@ -113,7 +113,7 @@ class SpoutExecutor:
                     if self.active:
                         emitted += await self._round(task)
                 outbox.busy = False
-            await self._flush()
+            await outbox.flush_polling(inbox, self._on_outcomes)
             if emitted:
                 idle = IDLE_MIN_SECS
                 await asyncio.sleep(0)
@@ -181,25 +181,6 @@ class SpoutExecutor:
                 if not is_user_error(exc):
                     raise
                 task.collector.report_error(exc)
-
-    async def _flush(self) -> None:
-        """Send the round's batches; while a destination is full, keep handling acks, fails
-        and timeouts (a fail must not wait for downstream room)."""
-        outbox = self.outbox
-        outbox.flush_acker_messages()
-        if not outbox.bufs:
-            return
-        bufs, outbox.bufs = outbox.bufs, {}
-        for ex, buf in bufs.items():
-            queue = outbox.queues[ex]
-            while queue.full():
-                if await self.queue.wait(BACKPRESSURE_POLL_SECS):
-                    item = self.queue.get_nowait()
-                    while item is not None:
-                        await self._on_outcomes(item)
-                        item = self.queue.get_nowait()
-                    outbox.flush_acker_messages()
-            queue.put_nowait(buf)
 
     @staticmethod
     async def _user(task: SpoutTask, user: tuple[Callable[..., Any], bool],
@@ -280,54 +261,3 @@ def _failed(coll: OutputCollector, tup: Tuple, exc: BaseException) -> None:
         raise exc
     coll.fail_with(tup, error_reason(exc, coll.component))
     coll.report_error(exc)
-
-
-class AckerExecutor:
-    """One acker task: XOR bookkeeping for the roots ``root % num_ackers`` maps to it."""
-
-    def __init__(self, ledger: AckLedger, queue: BatchQueue, queues: list[BatchQueue],
-                 task_executor: list[int], spout_executors: list[int],
-                 clock: Callable[[], float], stats: TaskStats,
-                 reasons: FailReasons | None = None, timeout_secs: float = 0.0) -> None:
-        self.ledger = ledger
-        self.queue = queue
-        self._queues = queues
-        self._task_executor = task_executor
-        self._only = spout_executors[0] if len(spout_executors) == 1 else None
-        self._clock = clock
-        self.stats = stats
-        self._reasons = FailReasons() if reasons is None else reasons
-        self._timeout = FailReason("timeout", f"timed out after {timeout_secs:g} s")
-
-    async def run(self) -> None:
-        """Apply message batches until cancelled; decided trees go back to their spout tasks."""
-        queue, ledger = self.queue, self.ledger
-        while True:
-            ops, acks = await queue.get()
-            self.stats.executed += len(ops) + len(acks)
-            decided = ledger.apply(ops, acks, self._clock())
-            if decided:
-                self._send(decided)
-
-    async def expire(self) -> None:
-        """Every wheel tick, fail the trees whose timeout passed, until cancelled."""
-        tick = self.ledger.tick
-        while True:
-            await asyncio.sleep(tick)
-            decided = self.ledger.expire(self._clock())
-            if decided:
-                reasons, timeout = self._reasons, self._timeout
-                for outcome in decided:
-                    reasons.record(outcome[2], timeout)
-                self._send(decided)
-
-    def _send(self, decided: list[tuple[int, int, int]]) -> None:
-        queues, texec = self._queues, self._task_executor
-        if self._only is not None:
-            queues[self._only].put_nowait(decided)
-            return
-        per_exec: dict[int, list[tuple[int, int, int]]] = {}
-        for outcome in decided:
-            per_exec.setdefault(texec[outcome[1]], []).append(outcome)
-        for ex, outcomes in per_exec.items():
-            queues[ex].put_nowait(outcomes)

@@ -36,10 +36,13 @@ __all__ = [
 # imports nothing from the engine so that setup.py can read the list before install.
 MODULES = (
     "engine.acker",
+    "engine.acker_executor",
     "engine.collector",
     "engine.executor",
     "engine.grouping",
+    "engine.outbox",
     "engine.queues",
+    "engine.routing",
     "engine.stats",
     "engine.timer_wheel",
     "engine.tuples",

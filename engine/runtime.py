@@ -1,8 +1,8 @@
-"""A running topology: task ids, executors, queues, routes and ackers wired together.
+"""A running topology: what ``engine.wiring`` planned, built, started, stopped and counted.
 
-Task ids are global and start at 1, spout tasks first (their ids must fit the acker's
-packed record). ``num_tasks`` tasks are spread over ``parallelism`` executors in
-contiguous ranges, as Storm does.
+Building follows the plan (executors, queues, ackers, one ``Outbox`` per executor, routes
+and collectors per task); ``start`` runs every ``open``/``prepare`` and spawns the
+executors, ackers and tick timers; ``kill`` drains and closes; ``stats`` adds up figures.
 """
 
 from __future__ import annotations
@@ -13,14 +13,13 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from engine.acker import AckLedger
+from engine.acker_executor import AckerExecutor
 from engine.basic_bolt import adapt_basic_bolt
 from engine.clock import Clock, loop_clock
-from engine.collector import Outbox, OutputCollector, Route, SpoutOutputCollector
+from engine.collector import OutputCollector, SpoutOutputCollector
 from engine.components import BasicBolt
 from engine.config import (
-    TOPOLOGY_ACKER_EXECUTORS,
     TOPOLOGY_DEBUG,
-    TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE,
     TOPOLOGY_MAX_SPOUT_PENDING,
     TOPOLOGY_MESSAGE_TIMEOUT_SECS,
     TOPOLOGY_STATS_SAMPLE_RATE,
@@ -29,35 +28,19 @@ from engine.config import (
 )
 from engine.context import TopologyContext
 from engine.errors import TopologyError
-from engine.executor import (
-    AckerExecutor,
-    BoltExecutor,
-    BoltTask,
-    SpoutExecutor,
-    SpoutTask,
-)
+from engine.executor import BoltExecutor, BoltTask, SpoutExecutor, SpoutTask
 from engine.failure import FailReasons
-from engine.grouping import make_grouper
+from engine.outbox import Outbox
 from engine.queues import BatchQueue
+from engine.routing import routes_for
 from engine.stats import LatencyReservoir, TaskStats
 from engine.topology import ComponentDef, Topology
-from engine.tuples import Source
 from engine.usercall import invoke, is_user_error, method
+from engine.wiring import ExecutorPlan, plan
 
 __all__ = ["RunningTopology"]
 
 Spawn = Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]
-
-
-def _split(tasks: list[int], executors: int) -> list[list[int]]:
-    n = min(executors, len(tasks))
-    base, extra = divmod(len(tasks), n)
-    out, i = [], 0
-    for k in range(n):
-        size = base + (1 if k < extra else 0)
-        out.append(tasks[i:i + size])
-        i += size
-    return out
 
 
 class RunningTopology:
@@ -82,113 +65,69 @@ class RunningTopology:
         self._tasks: list[asyncio.Task[None]] = []
         self._kill_lock = asyncio.Lock()
         self._killed = False
-        self._wire()
+        self._build()
 
-    # -- wiring -------------------------------------------------------------------------
+    # -- building what the wiring says -------------------------------------------------
 
-    def _wire(self) -> None:
-        comps = self.topology.components
-        next_id = 1
-        self.component_tasks: dict[str, list[int]] = {}
-        for d in comps.values():
-            self.component_tasks[d.id] = list(range(next_id, next_id + d.num_tasks))
-            next_id += d.num_tasks
-        groups = {d.id: _split(self.component_tasks[d.id], d.parallelism)
-                  for d in comps.values()}
-        self.task_executor = [0] * next_id
-        exec_ids: dict[str, list[int]] = {}
-        n_exec = 0
-        for cid, parts in groups.items():
-            exec_ids[cid] = []
-            for part in parts:
-                for t in part:
-                    self.task_executor[t] = n_exec
-                exec_ids[cid].append(n_exec)
-                n_exec += 1
-        self.queues = [BatchQueue(self.component_conf[cid][TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE])
-                       for cid, parts in groups.items() for _ in parts]
-        n_ackers = self.conf[TOPOLOGY_ACKER_EXECUTORS]
-        self.acker_queues = [BatchQueue(self.conf[TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE])
-                             for _ in range(n_ackers)]
+    def _build(self) -> None:
+        w = self.wiring = plan(self.topology, self.conf, self.component_conf)
+        self.component_tasks = w.component_tasks
+        self.task_executor = w.task_executor
+        self.queues = [BatchQueue(e.queue_size) for e in w.executors]
+        self.acker_queues = [BatchQueue(w.acker_queue_size) for _ in range(w.num_ackers)]
+        comps = self.topology.components.values()
         self.output_fields = {d.id: {s: sd.fields for s, sd in d.streams.items()}
-                              for d in comps.values()}
-        self.sources = {d.id: [(s.source, s.stream) for s in d.inputs] for d in comps.values()}
-        subscribers: dict[tuple[str, str], list[tuple[ComponentDef, Any]]] = {}
-        for d in comps.values():
-            for sub in d.inputs:
-                subscribers.setdefault((sub.source, sub.stream), []).append((d, sub))
-        self._subscribers = subscribers
-        for d in comps.values():
-            self._wire_component(d, groups[d.id], exec_ids[d.id])
-        spout_execs = sorted({self.task_executor[t] for d in self.topology.spouts()
-                              for t in self.component_tasks[d.id]})
+                              for d in comps}
+        self.sources = {d.id: [(s.source, s.stream) for s in d.inputs] for d in comps}
+        for d in comps:
+            self.task_stats[d.id] = []
+            for e in w.executors_of(d.id):
+                self._build_executor(d, e)
         acker_stats = []
-        for i in range(n_ackers):
+        timeout = self.conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS]
+        for queue in self.acker_queues:
             stats = TaskStats()
             acker_stats.append(stats)
-            ledger = AckLedger(self.conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS], self.clock())
             self.ackers.append(AckerExecutor(
-                ledger, self.acker_queues[i], self.queues, self.task_executor, spout_execs,
-                self.clock, stats, self.reasons, self.conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS]))
+                AckLedger(timeout, self.clock()), queue, self.queues, self.task_executor,
+                w.spout_executors, self.clock, stats, self.reasons, timeout))
         self.task_stats["__acker"] = acker_stats
 
     def _context(self, d: ComponentDef, task_id: int) -> TopologyContext:
         return TopologyContext(self.name, task_id, d.id, self.component_tasks,
                                self.output_fields, self.sources, self.component_conf[d.id])
 
-    def _routes(self, d: ComponentDef, task_id: int, context: TopologyContext) -> dict[str, Route]:
-        routes = {}
-        for stream, sd in d.streams.items():
-            route = Route(Source(d.id, task_id, stream, sd.fields), direct=sd.direct)
-            for target, sub in self._subscribers.get((d.id, stream), []):
-                targets = self.component_tasks[target.id]
-                if sub.kind == "direct":
-                    route.direct_targets = route.direct_targets | frozenset(targets)
-                    continue
-                custom = None
-                if sub.kind == "custom":
-                    custom = copy.copy(sub.custom)
-                    custom.prepare(context, stream, list(targets))
-                indexes = [sd.fields.index(f) for f in sub.fields]
-                route.groupers.append(make_grouper(sub.kind, targets, indexes, custom, task_id))
-            route.freeze()
-            routes[stream] = route
-        return routes
-
-    def _wire_component(self, d: ComponentDef, parts: list[list[int]],
-                        exec_ids: list[int]) -> None:
+    def _build_executor(self, d: ComponentDef, e: ExecutorPlan) -> None:
         conf = self.component_conf[d.id]
         debug = conf[TOPOLOGY_DEBUG]
-        self.task_stats[d.id] = []
         rate = conf[TOPOLOGY_STATS_SAMPLE_RATE]
         sample_every = max(1, round(1 / rate)) if rate > 0 else -1
-        for part, ex in zip(parts, exec_ids, strict=True):
-            outbox = Outbox(self.queues, self.task_executor, self.acker_queues)
-            spout_tasks, bolt_tasks = [], []
-            for task_id in part:
-                context = self._context(d, task_id)
-                routes = self._routes(d, task_id, context)
-                stats = TaskStats()
-                self.task_stats[d.id].append(stats)
-                obj = copy.copy(d.obj)
-                if d.is_spout:
-                    pending: dict[int, Any] = {}
-                    coll = SpoutOutputCollector(d.id, task_id, routes, outbox, stats, debug,
-                                                pending, sample_every, self.clock)
-                    spout_tasks.append(SpoutTask(task_id, obj, context, coll, stats, pending))
-                else:
-                    if isinstance(obj, BasicBolt):
-                        obj = adapt_basic_bolt(obj)
-                    bcoll = OutputCollector(d.id, task_id, routes, outbox, stats, debug,
-                                            self.reasons)
-                    bolt_tasks.append(BoltTask(task_id, obj, context, bcoll, stats))
+        outbox = Outbox(self.queues, self.task_executor, self.acker_queues)
+        spout_tasks, bolt_tasks = [], []
+        for task_id in e.tasks:
+            context = self._context(d, task_id)
+            routes = routes_for(d, task_id, context, self.wiring)
+            stats = TaskStats()
+            self.task_stats[d.id].append(stats)
+            obj = copy.copy(d.obj)
             if d.is_spout:
-                self.spout_executors.append(SpoutExecutor(
-                    d.id, spout_tasks, self.queues[ex], outbox,
-                    conf[TOPOLOGY_MAX_SPOUT_PENDING], self.clock, self.latency, self.reasons))
+                pending: dict[int, Any] = {}
+                coll = SpoutOutputCollector(d.id, task_id, routes, outbox, stats, debug,
+                                            pending, sample_every, self.clock)
+                spout_tasks.append(SpoutTask(task_id, obj, context, coll, stats, pending))
             else:
-                self.bolt_executors.append(
-                    BoltExecutor(d.id, bolt_tasks, self.queues[ex], outbox))
+                if isinstance(obj, BasicBolt):
+                    obj = adapt_basic_bolt(obj)
+                bcoll = OutputCollector(d.id, task_id, routes, outbox, stats, debug,
+                                        self.reasons)
+                bolt_tasks.append(BoltTask(task_id, obj, context, bcoll, stats))
+        queue = self.queues[e.index]
+        if d.is_spout:
+            self.spout_executors.append(SpoutExecutor(
+                d.id, spout_tasks, queue, outbox, conf[TOPOLOGY_MAX_SPOUT_PENDING],
+                self.clock, self.latency, self.reasons))
+        else:
+            self.bolt_executors.append(BoltExecutor(d.id, bolt_tasks, queue, outbox))
 
     # -- lifecycle ------------------------------------------------------------------------
 

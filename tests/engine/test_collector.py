@@ -6,7 +6,8 @@ import asyncio
 from functools import reduce
 from operator import xor
 
-from engine.collector import Outbox, OutputCollector
+from engine.collector import OutputCollector
+from engine.outbox import Outbox
 from engine.queues import BatchQueue
 from engine.stats import TaskStats
 from engine.tuples import Fields, Source, Tuple

@@ -1,0 +1,70 @@
+"""The acker executor: one acker task's loop around its ``AckLedger``.
+
+It applies batches of acker messages (INIT/FAIL/RESET and coalesced ACKs) as they come,
+and every wheel tick fails the trees whose timeout passed, recording a ``"timeout"``
+``FailReason`` for each. Decided trees go back, batched per spout executor, with
+``put_nowait``: an acker never waits on a full queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from engine.acker import AckLedger
+from engine.failure import FailReason, FailReasons
+from engine.queues import BatchQueue
+from engine.stats import TaskStats
+
+__all__ = ["AckerExecutor"]
+
+
+class AckerExecutor:
+    """One acker task: XOR bookkeeping for the roots ``root % num_ackers`` maps to it."""
+
+    def __init__(self, ledger: AckLedger, queue: BatchQueue, queues: list[BatchQueue],
+                 task_executor: list[int], spout_executors: list[int],
+                 clock: Callable[[], float], stats: TaskStats,
+                 reasons: FailReasons | None = None, timeout_secs: float = 0.0) -> None:
+        self.ledger = ledger
+        self.queue = queue
+        self._queues = queues
+        self._task_executor = task_executor
+        self._only = spout_executors[0] if len(spout_executors) == 1 else None
+        self._clock = clock
+        self.stats = stats
+        self._reasons = FailReasons() if reasons is None else reasons
+        self._timeout = FailReason("timeout", f"timed out after {timeout_secs:g} s")
+
+    async def run(self) -> None:
+        """Apply message batches until cancelled; decided trees go back to their spout tasks."""
+        queue, ledger = self.queue, self.ledger
+        while True:
+            ops, acks = await queue.get()
+            self.stats.executed += len(ops) + len(acks)
+            decided = ledger.apply(ops, acks, self._clock())
+            if decided:
+                self._send(decided)
+
+    async def expire(self) -> None:
+        """Every wheel tick, fail the trees whose timeout passed, until cancelled."""
+        tick = self.ledger.tick
+        while True:
+            await asyncio.sleep(tick)
+            decided = self.ledger.expire(self._clock())
+            if decided:
+                reasons, timeout = self._reasons, self._timeout
+                for outcome in decided:
+                    reasons.record(outcome[2], timeout)
+                self._send(decided)
+
+    def _send(self, decided: list[tuple[int, int, int]]) -> None:
+        queues, texec = self._queues, self._task_executor
+        if self._only is not None:
+            queues[self._only].put_nowait(decided)
+            return
+        per_exec: dict[int, list[tuple[int, int, int]]] = {}
+        for outcome in decided:
+            per_exec.setdefault(texec[outcome[1]], []).append(outcome)
+        for ex, outcomes in per_exec.items():
+            queues[ex].put_nowait(outcomes)
