@@ -7,8 +7,9 @@ grouping names is declared).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from engine.components import BasicBolt, Bolt, Component, Spout
@@ -69,8 +70,8 @@ class Subscription:
 
 
 @dataclass(slots=True)
-class ComponentDef:
-    """A spout or bolt as declared: the user's instance and how many tasks run it."""
+class _Draft:
+    """A component while it is being declared (what a declarer changes)."""
 
     id: str
     obj: Component
@@ -79,7 +80,25 @@ class ComponentDef:
     num_tasks: int
     conf: dict[str, Any] = field(default_factory=dict)
     inputs: list[Subscription] = field(default_factory=list)
-    streams: dict[str, StreamDef] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        """``"spout"`` or ``"bolt"``, as error messages name it."""
+        return "spout" if self.is_spout else "bolt"
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentDef:
+    """A spout or bolt of a created topology: frozen, with read-only conf and streams."""
+
+    id: str
+    obj: Component
+    is_spout: bool
+    parallelism: int
+    num_tasks: int
+    conf: Mapping[str, Any]
+    inputs: tuple[Subscription, ...]
+    streams: Mapping[str, StreamDef]
 
     @property
     def kind(self) -> str:
@@ -89,9 +108,9 @@ class ComponentDef:
 
 @dataclass(frozen=True)
 class Topology:
-    """A validated topology: components in declaration order, spouts first."""
+    """A validated topology: components in declaration order, spouts first; read-only."""
 
-    components: dict[str, ComponentDef]
+    components: Mapping[str, ComponentDef]
 
     def spouts(self) -> list[ComponentDef]:
         """The spout definitions."""
@@ -105,7 +124,7 @@ class Topology:
 class BoltDeclarer:
     """Returned by ``set_bolt``/``set_spout``: chain groupings and configuration on it."""
 
-    def __init__(self, definition: ComponentDef) -> None:
+    def __init__(self, definition: _Draft) -> None:
         self._def = definition
 
     def _add(self, source: str, stream: str, kind: str, fields: Iterable[str] = (),
@@ -178,7 +197,7 @@ class TopologyBuilder:
     """Declares spouts and bolts; ``create_topology`` validates and freezes the result."""
 
     def __init__(self) -> None:
-        self._defs: list[ComponentDef] = []
+        self._defs: list[_Draft] = []
 
     def set_spout(self, component_id: str, spout: Spout, parallelism: int = 1, *,
                   num_tasks: int | None = None) -> BoltDeclarer:
@@ -192,8 +211,8 @@ class TopologyBuilder:
 
     def _set(self, cid: str, obj: Component, is_spout: bool, parallelism: int,
              num_tasks: int | None) -> BoltDeclarer:
-        definition = ComponentDef(cid, obj, is_spout, parallelism,
-                                  parallelism if num_tasks is None else num_tasks)
+        definition = _Draft(cid, obj, is_spout, parallelism,
+                            parallelism if num_tasks is None else num_tasks)
         self._defs.append(definition)
         return BoltDeclarer(definition)
 
@@ -201,8 +220,11 @@ class TopologyBuilder:
         """A validated ``Topology``; raises ``TopologyError`` naming the component and problem."""
         components: dict[str, ComponentDef] = {}
         for d in sorted(self._defs, key=lambda d: not d.is_spout):
-            _check_component(d, components)
-            components[d.id] = d
+            streams = _check_component(d, components)
+            # Copies: a declarer used after this call changes its draft, never the topology.
+            components[d.id] = ComponentDef(
+                d.id, d.obj, d.is_spout, d.parallelism, d.num_tasks,
+                MappingProxyType(dict(d.conf)), tuple(d.inputs), MappingProxyType(streams))
         for d in components.values():
             for sub in d.inputs:
                 _check_subscription(d, sub, components)
@@ -210,10 +232,11 @@ class TopologyBuilder:
         if spout_tasks > MAX_SPOUT_TASKS:
             raise TopologyError(
                 f"topology: {spout_tasks} spout tasks; at most {MAX_SPOUT_TASKS} are supported")
-        return Topology(components)
+        return Topology(MappingProxyType(components))
 
 
-def _check_component(d: ComponentDef, seen: dict[str, ComponentDef]) -> None:
+def _check_component(d: _Draft, seen: dict[str, ComponentDef]) -> dict[str, StreamDef]:
+    """Check ``d`` against the components ``seen`` so far; returns its declared streams."""
     name = f"{d.kind} {d.id!r}"
     if not isinstance(d.id, str) or not d.id:
         raise TopologyError(f"{d.kind} {d.id!r}: component id must be a non-empty string")
@@ -239,7 +262,7 @@ def _check_component(d: ComponentDef, seen: dict[str, ComponentDef]) -> None:
         d.obj.declare_output_fields(declarer)
     except (TypeError, ValueError) as exc:
         raise TopologyError(f"{name}: declare_output_fields failed: {exc}") from None
-    d.streams = declarer.streams
+    return declarer.streams
 
 
 def _check_subscription(d: ComponentDef, sub: Subscription,

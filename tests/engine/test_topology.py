@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -134,3 +135,23 @@ async def test_context_reports_tasks_and_indexes() -> None:
     assert sorted(c.task_index for c in contexts) == [0, 1, 2, 3]
     assert contexts[0].component_tasks("p") == [2, 3, 4, 5]
     assert contexts[0].component_tasks("s") == [1]
+
+
+def test_a_created_topology_is_frozen_against_its_declarers() -> None:
+    b = TopologyBuilder()
+    b.set_spout("s", FeederSpout(["v"]))
+    declarer = b.set_bolt("sink", CaptureBolt()).shuffle_grouping("s")
+    topology = b.create_topology()
+    declarer.all_grouping("s").add_configuration("topology.debug", True).set_num_tasks(4)
+    sink = topology.components["sink"]
+    assert [s.kind for s in sink.inputs] == ["shuffle"]
+    assert dict(sink.conf) == {} and sink.num_tasks == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sink.num_tasks = 2  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        sink.conf["topology.debug"] = True  # type: ignore[index]
+    with pytest.raises(TypeError):
+        topology.components["other"] = sink  # type: ignore[index]
+    with pytest.raises(TypeError):
+        topology.components["s"].streams["x"] = sink  # type: ignore[index]
+    assert b.create_topology().components["sink"].num_tasks == 4  # the builder goes on
