@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Self
 
 from engine.components import BasicBolt, Bolt, Component, Spout
 from engine.errors import TopologyError
@@ -19,6 +19,7 @@ from engine.tuples import Fields
 __all__ = [
     "BoltDeclarer",
     "ComponentDef",
+    "ComponentDraft",
     "OutputFieldsDeclarer",
     "StreamDef",
     "Subscription",
@@ -70,7 +71,7 @@ class Subscription:
 
 
 @dataclass(slots=True)
-class _Draft:
+class ComponentDraft:
     """A component while it is being declared (what a declarer changes)."""
 
     id: str
@@ -80,6 +81,7 @@ class _Draft:
     num_tasks: int
     conf: dict[str, Any] = field(default_factory=dict)
     inputs: list[Subscription] = field(default_factory=list)
+    num_tasks_set: bool = False
 
     @property
     def kind(self) -> str:
@@ -124,70 +126,82 @@ class Topology:
 class BoltDeclarer:
     """Returned by ``set_bolt``/``set_spout``: chain groupings and configuration on it."""
 
-    def __init__(self, definition: _Draft) -> None:
+    def __init__(self, definition: ComponentDraft) -> None:
         self._def = definition
 
     def _add(self, source: str, stream: str, kind: str, fields: Iterable[str] = (),
-             custom: Any = None) -> BoltDeclarer:
+             custom: Any = None) -> Self:
         if isinstance(fields, str):
             fields = [fields]
         self._def.inputs.append(Subscription(source, stream, kind, tuple(fields), custom))
         return self
 
-    def shuffle_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+    def shuffle_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> Self:
         """Spread tuples evenly over the bolt's tasks."""
         return self._add(source, stream, "shuffle")
 
     def fields_grouping(self, source: str, fields: Iterable[str] | Fields,
-                        stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+                        stream: str = DEFAULT_STREAM) -> Self:
         """Equal values of ``fields`` always go to the same task (stable across runs)."""
         return self._add(source, stream, "fields", fields)
 
-    def all_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+    def all_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> Self:
         """Every task gets a copy of every tuple."""
         return self._add(source, stream, "all")
 
-    def global_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+    def global_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> Self:
         """Every tuple goes to the task with the lowest id."""
         return self._add(source, stream, "global")
 
-    def none_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+    def none_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> Self:
         """No preference: behaves as shuffle."""
         return self._add(source, stream, "none")
 
-    def direct_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+    def direct_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> Self:
         """The emitter picks the task with ``emit_direct``; the stream must be direct."""
         return self._add(source, stream, "direct")
 
     def local_or_shuffle_grouping(self, source: str,
-                                  stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+                                  stream: str = DEFAULT_STREAM) -> Self:
         """Shuffle among tasks in the same process: all of them, in this engine."""
         return self._add(source, stream, "local_or_shuffle")
 
     def partial_key_grouping(self, source: str, fields: Iterable[str] | Fields,
-                             stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+                             stream: str = DEFAULT_STREAM) -> Self:
         """Each key goes to the less loaded of two candidate tasks (key splitting)."""
         return self._add(source, stream, "partial_key", fields)
 
     def custom_grouping(self, source: str, grouping: Any,
-                        stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+                        stream: str = DEFAULT_STREAM) -> Self:
         """``grouping.prepare(context, stream, targets)``, then ``choose_tasks(task, values)``."""
         return self._add(source, stream, "custom", custom=grouping)
 
-    def add_configuration(self, key: str, value: Any) -> BoltDeclarer:
+    def add_configuration(self, key: str, value: Any) -> Self:
         """Configuration for this component only, over the topology's."""
         self._def.conf[key] = value
         return self
 
-    def add_configurations(self, conf: dict[str, Any]) -> BoltDeclarer:
+    def add_configurations(self, conf: dict[str, Any]) -> Self:
         """Several ``add_configuration`` calls at once."""
         self._def.conf.update(conf)
         return self
 
-    def set_num_tasks(self, num_tasks: int) -> BoltDeclarer:
+    def set_num_tasks(self, num_tasks: int) -> Self:
         """Run ``num_tasks`` task instances over the component's executors."""
         self._def.num_tasks = num_tasks
+        self._def.num_tasks_set = True
         return self
+
+    def copy_to(self, other: BoltDeclarer) -> None:
+        """Add this declarer's groupings, configuration and task count (if set) to ``other``."""
+        other._def.inputs.extend(self._def.inputs)
+        other._def.conf.update(self._def.conf)
+        if self._def.num_tasks_set:
+            other.set_num_tasks(self._def.num_tasks)
+
+    def sources(self) -> set[str]:
+        """The component ids this bolt subscribes to so far."""
+        return {sub.source for sub in self._def.inputs}
 
 
 SpoutDeclarer = BoltDeclarer
@@ -197,7 +211,7 @@ class TopologyBuilder:
     """Declares spouts and bolts; ``create_topology`` validates and freezes the result."""
 
     def __init__(self) -> None:
-        self._defs: list[_Draft] = []
+        self._defs: list[ComponentDraft] = []
 
     def set_spout(self, component_id: str, spout: Spout, parallelism: int = 1, *,
                   num_tasks: int | None = None) -> BoltDeclarer:
@@ -211,7 +225,7 @@ class TopologyBuilder:
 
     def _set(self, cid: str, obj: Component, is_spout: bool, parallelism: int,
              num_tasks: int | None) -> BoltDeclarer:
-        definition = _Draft(cid, obj, is_spout, parallelism,
+        definition = ComponentDraft(cid, obj, is_spout, parallelism,
                             parallelism if num_tasks is None else num_tasks)
         self._defs.append(definition)
         return BoltDeclarer(definition)
@@ -235,7 +249,7 @@ class TopologyBuilder:
         return Topology(MappingProxyType(components))
 
 
-def _check_component(d: _Draft, seen: dict[str, ComponentDef]) -> dict[str, StreamDef]:
+def _check_component(d: ComponentDraft, seen: dict[str, ComponentDef]) -> dict[str, StreamDef]:
     """Check ``d`` against the components ``seen`` so far; returns its declared streams."""
     name = f"{d.kind} {d.id!r}"
     if not isinstance(d.id, str) or not d.id:

@@ -12,12 +12,11 @@ What it builds (Storm's ``TransactionalTopologyBuilder``), for spout id ``S``:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-from engine.components import BasicBolt
+from engine.components import BasicBolt, Component
 from engine.errors import TopologyError
-from engine.topology import DEFAULT_STREAM, BoltDeclarer, Topology, TopologyBuilder
+from engine.topology import BoltDeclarer, ComponentDraft, Topology, TopologyBuilder
 from engine.transactional.committer import BatchBolt, Committer
 from engine.transactional.coordinated import (
     BATCH_STREAM,
@@ -29,94 +28,21 @@ from engine.transactional.coordinated import (
 from engine.transactional.coordinator import CoordinatorSpout
 from engine.transactional.emitter import EmitterBolt
 from engine.transactional.partitioned import as_transactional_spout
-from engine.tuples import Fields
 
 __all__ = ["TransactionalBoltDeclarer", "TransactionalTopologyBuilder"]
 
-_GROUPINGS = ("shuffle_grouping", "fields_grouping", "all_grouping", "global_grouping",
-              "none_grouping", "direct_grouping", "local_or_shuffle_grouping",
-              "partial_key_grouping", "custom_grouping")
 
-
-class TransactionalBoltDeclarer:
-    """Records groupings and configuration, replayed on the engine's declarer at build time.
-
-    The same methods as the engine's ``BoltDeclarer``; each returns ``self`` for chaining.
-    """
+class TransactionalBoltDeclarer(BoltDeclarer):
+    """The engine's ``BoltDeclarer`` over a draft of its own: the same methods, chaining
+    alike; at build time its groupings and configuration go onto the engine's declarer."""
 
     def __init__(self, component_id: str) -> None:
+        super().__init__(ComponentDraft(component_id, Component(), False, 1, 1))
         self.component_id = component_id
-        self.calls: list[tuple[str, tuple[Any, ...]]] = []
-
-    def sources(self) -> set[str]:
-        """Component ids this bolt subscribes to."""
-        return {args[0] for name, args in self.calls if name in _GROUPINGS}
 
     def apply(self, declarer: BoltDeclarer) -> None:
-        """Replay the recorded calls on the engine's declarer."""
-        for name, args in self.calls:
-            getattr(declarer, name)(*args)
-
-    def _record(self, name: str, *args: Any) -> TransactionalBoltDeclarer:
-        self.calls.append((name, args))
-        return self
-
-    def shuffle_grouping(self, source: str, stream: str = DEFAULT_STREAM
-                         ) -> TransactionalBoltDeclarer:
-        """Spread tuples evenly over the bolt's tasks."""
-        return self._record("shuffle_grouping", source, stream)
-
-    def fields_grouping(self, source: str, fields: Iterable[str] | Fields,
-                        stream: str = DEFAULT_STREAM) -> TransactionalBoltDeclarer:
-        """Equal values of ``fields`` always go to the same task."""
-        return self._record("fields_grouping", source, fields, stream)
-
-    def all_grouping(self, source: str, stream: str = DEFAULT_STREAM
-                     ) -> TransactionalBoltDeclarer:
-        """Every task gets a copy of every tuple."""
-        return self._record("all_grouping", source, stream)
-
-    def global_grouping(self, source: str, stream: str = DEFAULT_STREAM
-                        ) -> TransactionalBoltDeclarer:
-        """Every tuple goes to the task with the lowest id."""
-        return self._record("global_grouping", source, stream)
-
-    def none_grouping(self, source: str, stream: str = DEFAULT_STREAM
-                      ) -> TransactionalBoltDeclarer:
-        """No preference: behaves as shuffle."""
-        return self._record("none_grouping", source, stream)
-
-    def direct_grouping(self, source: str, stream: str = DEFAULT_STREAM
-                        ) -> TransactionalBoltDeclarer:
-        """The emitter picks the task with ``emit_direct``; the stream must be direct."""
-        return self._record("direct_grouping", source, stream)
-
-    def local_or_shuffle_grouping(self, source: str, stream: str = DEFAULT_STREAM
-                                  ) -> TransactionalBoltDeclarer:
-        """Shuffle among the tasks in this process (all of them)."""
-        return self._record("local_or_shuffle_grouping", source, stream)
-
-    def partial_key_grouping(self, source: str, fields: Iterable[str] | Fields,
-                             stream: str = DEFAULT_STREAM) -> TransactionalBoltDeclarer:
-        """Each key goes to the less loaded of two candidate tasks."""
-        return self._record("partial_key_grouping", source, fields, stream)
-
-    def custom_grouping(self, source: str, grouping: Any, stream: str = DEFAULT_STREAM
-                        ) -> TransactionalBoltDeclarer:
-        """``grouping.prepare(context, stream, targets)``, then ``choose_tasks(task, values)``."""
-        return self._record("custom_grouping", source, grouping, stream)
-
-    def add_configuration(self, key: str, value: Any) -> TransactionalBoltDeclarer:
-        """Configuration for this component only, over the topology's."""
-        return self._record("add_configuration", key, value)
-
-    def add_configurations(self, conf: dict[str, Any]) -> TransactionalBoltDeclarer:
-        """Several ``add_configuration`` calls at once."""
-        return self._record("add_configurations", conf)
-
-    def set_num_tasks(self, num_tasks: int) -> TransactionalBoltDeclarer:
-        """Run ``num_tasks`` task instances over the component's executors."""
-        return self._record("set_num_tasks", num_tasks)
+        """Add the declared groupings and configuration to the engine's ``declarer``."""
+        self.copy_to(declarer)
 
 
 class TransactionalTopologyBuilder:

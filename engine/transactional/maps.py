@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import orjson
 
@@ -20,6 +20,8 @@ from engine.transactional.state import connect
 from engine.transactional.values import OpaqueValue, TransactionalValue
 
 __all__ = ["OpaqueMap", "SqliteMap", "TransactionalMap"]
+
+V = TypeVar("V", TransactionalValue, OpaqueValue)
 
 _shared: dict[tuple[Path, str], SqliteMap] = {}
 _shared_lock = threading.Lock()
@@ -91,39 +93,33 @@ class SqliteMap:
         self._conn.close()
 
 
-class TransactionalMap:
+class _ValueMap(Generic[V]):
+    """Keys holding values of type ``V`` (``from_json``, ``update``, ``to_json``)."""
+
+    value_type: type[V]
+
+    def __init__(self, store: SqliteMap, initial: Any = 0) -> None:
+        self.store = store
+        self.initial = initial
+
+    def get(self, key: Any) -> V:
+        """The stored value of ``key`` (``initial`` and no txid if none)."""
+        return self.value_type.from_json(self.store.get(key), self.initial)
+
+    def update(self, txid: int, changes: Mapping[Any, Callable[[Any], Any]]) -> dict[Any, V]:
+        """Apply ``changes[key]`` for ``txid`` to each key, atomically; returns new values."""
+        new = {k: self.get(k).update(txid, change) for k, change in changes.items()}
+        self.store.put_many((k, v.to_json()) for k, v in new.items())
+        return new
+
+
+class TransactionalMap(_ValueMap[TransactionalValue]):
     """Keys holding ``TransactionalValue``s: each txid's update applies once per key."""
 
-    def __init__(self, store: SqliteMap, initial: Any = 0) -> None:
-        self.store = store
-        self.initial = initial
-
-    def get(self, key: Any) -> TransactionalValue:
-        """The stored value of ``key`` (``initial`` and no txid if none)."""
-        return TransactionalValue.from_json(self.store.get(key), self.initial)
-
-    def update(self, txid: int, changes: Mapping[Any, Callable[[Any], Any]]
-               ) -> dict[Any, TransactionalValue]:
-        """Apply ``changes[key]`` for ``txid`` to each key, atomically; returns new values."""
-        new = {k: self.get(k).update(txid, change) for k, change in changes.items()}
-        self.store.put_many((k, v.to_json()) for k, v in new.items())
-        return new
+    value_type = TransactionalValue
 
 
-class OpaqueMap:
+class OpaqueMap(_ValueMap[OpaqueValue]):
     """Keys holding ``OpaqueValue``s: a replayed txid's update replaces its earlier one."""
 
-    def __init__(self, store: SqliteMap, initial: Any = 0) -> None:
-        self.store = store
-        self.initial = initial
-
-    def get(self, key: Any) -> OpaqueValue:
-        """The stored value of ``key`` (``initial`` and no txid if none)."""
-        return OpaqueValue.from_json(self.store.get(key), self.initial)
-
-    def update(self, txid: int, changes: Mapping[Any, Callable[[Any], Any]]
-               ) -> dict[Any, OpaqueValue]:
-        """Apply ``changes[key]`` for ``txid`` to each key, atomically; returns new values."""
-        new = {k: self.get(k).update(txid, change) for k, change in changes.items()}
-        self.store.put_many((k, v.to_json()) for k, v in new.items())
-        return new
+    value_type = OpaqueValue

@@ -105,3 +105,13 @@ def test_engine_validation_still_applies() -> None:
     b.set_bolt("a", Emits()).fields_grouping("spout", ["wrd"])
     with pytest.raises(TopologyError, match=r"uses field 'wrd'"):
         b.build_topology()
+
+
+def test_transactional_declarer_is_the_engines_declarer() -> None:
+    from engine.topology import BoltDeclarer
+    from engine.transactional import TransactionalBoltDeclarer
+
+    declarer = TransactionalBoltDeclarer("b")
+    assert isinstance(declarer, BoltDeclarer)
+    chained = declarer.shuffle_grouping("a").add_configuration("k", 1).set_num_tasks(3)
+    assert chained is declarer and declarer.sources() == {"a"}
