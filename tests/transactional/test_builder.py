@@ -109,7 +109,7 @@ def test_engine_validation_still_applies() -> None:
 
 def test_transactional_declarer_is_the_engines_declarer() -> None:
     from engine.topology import BoltDeclarer
-    from engine.transactional import TransactionalBoltDeclarer
+    from engine.transactional.builder import TransactionalBoltDeclarer
 
     declarer = TransactionalBoltDeclarer("b")
     assert isinstance(declarer, BoltDeclarer)
