@@ -21,7 +21,8 @@ def _hash_one(value: Any) -> int:
     if kind is str:
         return crc32(value.encode())
     if kind is int:
-        return value & 0xFFFFFFFF
+        number: int = value
+        return number & 0xFFFFFFFF
     if kind is bytes:
         return crc32(value)
     return crc32(repr(value).encode())

@@ -63,7 +63,7 @@ class Outbox:
         self.acker_queues = acker_queues
         # Per acker: INIT/FAIL/RESET messages in order, and ACKs coalesced per root by XOR
         # (associative and commutative, so one message per root per batch says the same).
-        self.acker_bufs: list[list[tuple]] = [[] for _ in acker_queues]
+        self.acker_bufs: list[list[tuple[Any, ...]]] = [[] for _ in acker_queues]
         self.acker_acks: list[dict[int, i64]] = [{} for _ in acker_queues]
         # With one acker, the latest run of acks to one root, XOR-ed natively and folded
         # into ``acker_acks`` when another root comes or at flush: a bolt acks the tuples

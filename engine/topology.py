@@ -233,12 +233,13 @@ class TopologyBuilder:
     def create_topology(self) -> Topology:
         """A validated ``Topology``; raises ``TopologyError`` naming the component and problem."""
         components: dict[str, ComponentDef] = {}
-        for d in sorted(self._defs, key=lambda d: not d.is_spout):
-            streams = _check_component(d, components)
+        for draft in sorted(self._defs, key=lambda d: not d.is_spout):
+            streams = _check_component(draft, components)
             # Copies: a declarer used after this call changes its draft, never the topology.
-            components[d.id] = ComponentDef(
-                d.id, d.obj, d.is_spout, d.parallelism, d.num_tasks,
-                MappingProxyType(dict(d.conf)), tuple(d.inputs), MappingProxyType(streams))
+            components[draft.id] = ComponentDef(
+                draft.id, draft.obj, draft.is_spout, draft.parallelism, draft.num_tasks,
+                MappingProxyType(dict(draft.conf)), tuple(draft.inputs),
+                MappingProxyType(streams))
         for d in components.values():
             for sub in d.inputs:
                 _check_subscription(d, sub, components)

@@ -79,7 +79,7 @@ class Fields(Sequence[str]):
         if len(self._index) != len(self._names):
             raise ValueError(f"duplicate field names in {list(self._names)}")
 
-    def index(self, name: str, *_: Any) -> int:  # type: ignore[override]
+    def index(self, name: str, *_: Any) -> int:
         """The position of ``name``; raises ``KeyError`` naming the known fields."""
         try:
             return self._index[name]

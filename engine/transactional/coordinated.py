@@ -232,8 +232,8 @@ class CoordinatedBolt(Bolt):
         sent, attempt, emit_direct = batch.collector.sent, batch.attempt, self._out.emit_direct
         for t in self._out_tasks:
             emit_direct(t, [attempt, sent.get(t, 0)], held, COORD_STREAM)
-        for t in held:
-            self._out.ack(t)
+        for tup in held:
+            self._out.ack(tup)
         del self._batches[attempt.transaction_id]
 
     def _fail(self, batch: _Batch, reason: FailReason | None = None) -> None:
