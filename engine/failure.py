@@ -17,18 +17,23 @@ from engine.errors import FailedException
 
 __all__ = ["REASON_CAPACITY", "FailReason", "FailReasons", "error_reason"]
 
-REASON_CAPACITY = 65536
-_TRACE_FRAMES = 5
-
-
 @dataclass(frozen=True, slots=True)
 class FailReason:
     """Why a tree failed: ``kind`` is ``"explicit"``, ``"timeout"`` or ``"error"``."""
 
     kind: str
+    """``"explicit"`` (a bolt's ``fail``, a ``FailedException``), ``"timeout"`` or ``"error"``."""
     message: str
+    """The text given to ``fail``, ``"Type: message"`` of an error, or the timeout."""
     trace: str | None = None
+    """The last frames of an error's traceback; ``None`` for the other kinds."""
     component: str | None = None
+    """The component whose task failed the tuple; ``None`` for timeouts."""
+
+
+# Reasons kept at most for failed trees whose FAIL has not reached a spout yet.
+REASON_CAPACITY = 65536
+_TRACE_FRAMES = 5
 
 
 def error_reason(exc: BaseException, component: str | None) -> FailReason:

@@ -24,14 +24,19 @@ def conf(**kw: Any) -> Config:
     return c
 
 
-async def test_timeout_fails_the_tree_within_one_wheel_tick() -> None:
-    spout, hold = FeederSpout(["v"]), Hold()
+def holding(spout: Any, hold: Hold) -> Any:
+    """``spout`` into a bolt that never acks: every tracked tree times out."""
     b = TopologyBuilder()
     b.set_spout("s", spout)
     b.set_bolt("hold", hold).shuffle_grouping("s")
+    return b.create_topology()
+
+
+async def test_timeout_fails_the_tree_within_one_wheel_tick() -> None:
+    spout, hold = FeederSpout(["v"]), Hold()
     clock = asyncio.get_running_loop().time
     async with LocalCluster() as cluster:
-        await cluster.submit_topology("t", conf(), b.create_topology())
+        await cluster.submit_topology("t", conf(), holding(spout, hold))
         start = clock()
         spout.feed(["x"], msg_id="late")
         await wait_until(lambda: spout.events, timeout=60)
@@ -95,12 +100,9 @@ async def test_tick_tuples_reach_every_task_at_their_frequency() -> None:
 async def test_async_spout_waiting_for_input_still_sends_and_times_out() -> None:
     queue: asyncio.Queue[Any] = asyncio.Queue()
     spout, hold = WaitingSpout(queue), Hold()
-    b = TopologyBuilder()
-    b.set_spout("s", spout)
-    b.set_bolt("hold", hold).shuffle_grouping("s")
     clock = asyncio.get_running_loop().time
     async with LocalCluster() as cluster:
-        await cluster.submit_topology("t", conf(), b.create_topology())
+        await cluster.submit_topology("t", conf(), holding(spout, hold))
         start = clock()
         await queue.put("a")
         await wait_until(lambda: hold.held, timeout=1)  # sent at once, not after 100 emits
