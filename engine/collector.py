@@ -185,7 +185,12 @@ class SpoutOutputCollector(_Collector):
 
 
 class OutputCollector(_Collector):
-    """What a bolt emits, anchors, acks and fails with."""
+    """What a bolt emits, anchors, acks and fails with.
+
+    Used outside ``execute`` (from the bolt's own task or a callback) it works the same,
+    but the batch is flushed with ``put_nowait``: such emits do not wait for room in a
+    full destination queue (``engine.outbox`` explains the three flush paths).
+    """
 
     def __init__(self, component: str, task_id: int, routes: dict[str, Route], outbox: Outbox,
                  stats: TaskStats, debug: bool, reasons: FailReasons | None = None) -> None:

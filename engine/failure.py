@@ -9,11 +9,14 @@ its spout task was never known) are bounded: past ``capacity`` the oldest go fir
 
 from __future__ import annotations
 
+import logging
 import traceback
 from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import FailedException
+
+log = logging.getLogger("engine")
 
 __all__ = ["REASON_CAPACITY", "FailReason", "FailReasons", "error_reason"]
 
@@ -70,6 +73,10 @@ class FailReasons:
         if len(reasons) >= self.capacity:
             del reasons[next(iter(reasons))]  # the oldest: its tree is long decided
             self.dropped += 1
+            if self.dropped == 1 or self.dropped % 10000 == 0:
+                log.warning("fail reasons: %d kept at most, %d dropped so far; the spout's "
+                            "fail will say 'reason not kept' for those trees (many fails "
+                            "of trees already decided?)", self.capacity, self.dropped)
         reasons[root] = reason
 
     def take(self, root: Any) -> FailReason | None:

@@ -152,3 +152,21 @@ def test_error_reason_names_the_type() -> None:
     except KeyError as exc:
         reason = error_reason(exc, "c")
     assert reason.kind == "error" and reason.message == "KeyError: 'k'"
+
+
+def test_dropping_reasons_logs_a_throttled_warning(caplog: pytest.LogCaptureFixture) -> None:
+    book = FailReasons(capacity=1)
+    for root in range(5):
+        book.record(root, FailReason("explicit", "x"))
+    warnings = [r for r in caplog.records if "fail reasons" in r.getMessage()]
+    assert len(warnings) == 1 and "1 kept at most, 1 dropped" in warnings[0].getMessage()
+
+
+class AsyncReasonSpout(ReasonSpout):
+    async def fail(self, msg_id: Any, reason: FailReason | None = None) -> None:  # type: ignore[override]
+        super().fail(msg_id, reason)
+
+
+async def test_an_async_fail_gets_the_reason_too() -> None:
+    spout, _ = await _run(Explicit("late"), spout=AsyncReasonSpout())
+    assert spout.reasons[0].message == "late"  # type: ignore[attr-defined]
