@@ -156,7 +156,9 @@ class RunningTopology:
                      kind: str) -> None:
         try:
             await invoke(method(obj, name), dict(context.conf), context, collector)
-        except Exception as exc:
+        except BaseException as exc:
+            if not is_user_error(exc):
+                raise
             raise TopologyError(f"{kind} {context.component_id!r} task {context.task_id}: "
                                 f"{name} raised {type(exc).__name__}: {exc}") from exc
 
