@@ -24,7 +24,7 @@ from mypy_extensions import i64
 from engine.acker import FAIL, INIT, RESET
 from engine.grouping import CustomGrouper, Grouper
 from engine.queues import BatchQueue
-from engine.stats import TaskStats
+from engine.stats import RecentErrors, TaskStats
 from engine.tuples import IdSource, Source, Tuple
 
 __all__ = [
@@ -66,6 +66,7 @@ class Outbox:
         "queues",
         "scheduled",
         "task_executor",
+        "transferred",
     )
 
     def __init__(self, queues: list[BatchQueue], task_executor: list[int],
@@ -87,6 +88,7 @@ class Outbox:
         # times (from the user's own tasks or callbacks) schedule a flush instead.
         self.busy = False
         self.scheduled = False
+        self.transferred = 0  # tuples handed to destination queues, counted per batch
 
     def schedule_flush(self) -> None:
         """Flush soon, without waiting: for emits and acks made outside execute/next_tuple."""
@@ -102,6 +104,7 @@ class Outbox:
         if self.bufs:
             bufs, self.bufs = self.bufs, {}
             for ex, buf in bufs.items():
+                self.transferred += len(buf)
                 self.queues[ex].put_nowait(buf)
 
     def merge_last(self) -> None:
@@ -129,6 +132,7 @@ class Outbox:
             bufs, self.bufs = self.bufs, {}
             queues = self.queues
             for ex, buf in bufs.items():
+                self.transferred += len(buf)
                 await queues[ex].put(buf)
 
 
@@ -172,6 +176,7 @@ class _Collector:
         self._debug = debug
         self._num_ackers = len(outbox.acker_bufs)
         self._ids = IdSource()
+        self.recent_errors = RecentErrors()
 
     def _targets(self, values: Sequence[Any], stream: str) -> tuple[Route, list[int]]:
         route = self._routes.get(stream)
@@ -215,6 +220,7 @@ class _Collector:
     def report_error(self, exc: BaseException) -> None:
         """Count ``exc`` as an error of this component and log it with the task id."""
         self._stats.errors += 1
+        self.recent_errors.add(self._task_id, exc)
         log.error("%s %r task %d: %s: %s", self._kind, self._component, self._task_id,
                   type(exc).__name__, exc, exc_info=self._stats.errors <= 3 and exc)
 

@@ -39,6 +39,7 @@ from engine.executor import (
     call,
 )
 from engine.grouping import make_grouper
+from engine.observe.figures import topology_stats
 from engine.queues import BatchQueue
 from engine.stats import LatencyReservoir, TaskStats
 from engine.topology import ComponentDef, Topology
@@ -271,25 +272,6 @@ class RunningTopology:
     # -- figures --------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
-        """Counters per component, pending trees, complete latency and queue figures."""
-        components = {}
-        for cid, per_task in self.task_stats.items():
-            totals = TaskStats().as_dict()
-            for stats in per_task:
-                for key, value in stats.as_dict().items():
-                    totals[key] += value
-            components[cid] = totals
-        if self.ackers:  # trees decided: the ledgers count them
-            components["__acker"]["acked"] = sum(a.ledger.acked for a in self.ackers)
-            components["__acker"]["failed"] = sum(a.ledger.failed for a in self.ackers)
-            components["__acker"]["timed_out"] = sum(a.ledger.timed_out for a in self.ackers)
-        p50, p99 = self.latency.percentiles_ms(0.5, 0.99)
-        return {
-            "name": self.name,
-            "uptime_secs": round(self.clock() - self.started_at, 3) if self.started_at else 0.0,
-            "pending": sum(len(a.ledger) for a in self.ackers),
-            "spout_pending": self.spout_pending(),
-            "components": components,
-            "complete_latency_ms": {"p50": p50, "p99": p99, "samples": self.latency.count},
-            "queues": {i: q.stats() for i, q in enumerate(self.queues)},
-        }
+        """Counters per component, pending trees, latencies, executor and queue figures:
+        plain JSON data (see ``engine.observe.figures``)."""
+        return topology_stats(self)
