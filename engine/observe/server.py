@@ -43,10 +43,10 @@ def _guarded(handler: Handler) -> Handler:
     async def wrapped(request: web.Request) -> web.StreamResponse:
         try:
             return await handler(request)
+        except TopologyError as exc:  # before ValueError, its base
+            return _json_error(404, str(exc))
         except ValueError as exc:
             return _json_error(400, str(exc))
-        except TopologyError as exc:
-            return _json_error(404, str(exc))
     return wrapped
 
 
