@@ -18,7 +18,7 @@ from engine.topology import Topology
 
 __all__ = ["Layout", "capacity_colour", "layout", "render_svg"]
 
-NODE_W, NODE_H = 190, 64
+NODE_W, NODE_H = 200, 64
 GAP_X, GAP_Y = 120, 34
 MARGIN = 24
 
@@ -124,6 +124,16 @@ def _edges(topology: Topology, pos: Mapping[str, tuple[int, int]]) -> list[str]:
     return out
 
 
+def _compact(value: Any) -> str:
+    """``723000`` → ``723k``: node text stays inside its box."""
+    if not isinstance(value, int | float):
+        return "-"
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= div:
+            return f"{value / div:.3g}{suffix}"
+    return f"{value:g}"
+
+
 def _node_lines(cid: str, d: Any, figures: Mapping[str, Any] | None) -> list[str]:
     executors = f"{d.parallelism} executor{'s' if d.parallelism != 1 else ''}"
     lines = [f"{d.kind} · {executors}"
@@ -133,12 +143,13 @@ def _node_lines(cid: str, d: Any, figures: Mapping[str, Any] | None) -> list[str
     f = figures.get(cid) or {}
     if d.is_spout:
         limit = f.get("inFlightLimit")
-        lines.append(f"pending {f.get('pending', '-')}/{'∞' if limit is None else limit}"
-                     f" · timeouts {f.get('timedOut', '-')}")
+        lines.append(f"pending {_compact(f.get('pending'))}/"
+                     f"{'∞' if limit is None else _compact(limit)}"
+                     f" · timeouts {_compact(f.get('timedOut'))}")
     else:
         cap = f.get("capacity")
         lines.append(f"capacity {'-' if cap is None else f'{cap:.3f}'}"
-                     f" · executed {f.get('executed', '-')}")
+                     f" · executed {_compact(f.get('executed'))}")
     return lines
 
 
