@@ -56,6 +56,10 @@ class LatencyReservoir:
         last = len(ordered) - 1
         return [round(ordered[min(last, int(q * len(ordered)))] * 1000, 3) for q in quantiles]
 
+    def values(self) -> list[float]:
+        """The samples held now (seconds), oldest first."""
+        return list(self._samples)
+
     def clear(self) -> None:
         """Forget the samples (the count stays)."""
         self._samples.clear()
@@ -73,7 +77,7 @@ class BatchTimes:
     __slots__ = ("batches", "clock", "execute", "execute_secs", "process", "process_secs",
                  "tuples")
 
-    def __init__(self, size: int = 1024) -> None:
+    def __init__(self, size: int = 64) -> None:
         self.clock = time.perf_counter
         self.batches = 0
         self.tuples = 0

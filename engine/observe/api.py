@@ -49,9 +49,7 @@ def bolt_times(stats: Mapping[str, Any], delta: Delta, cid: str) -> dict[str, An
     """``executeLatency``, ``processLatency`` (ms) and ``capacity`` of a bolt in a window."""
     execute = process = tuples = 0.0
     capacity: float | None = None
-    for i, ex in enumerate(stats["executors"]):
-        if ex["component"] != cid or ex["kind"] != "bolt":
-            continue
+    for i in stats["components"][cid]["executor_ids"]:
         busy = delta[f"#{i}/execute_secs"]
         execute += busy
         process += delta[f"#{i}/process_secs"]

@@ -31,6 +31,29 @@ def _latency(reservoir: LatencyReservoir) -> dict[str, Any]:
             "sum_secs": round(reservoir.total, 6)}
 
 
+def _merged(reservoirs: list[LatencyReservoir]) -> dict[str, float | None]:
+    """p50 and p99 (ms) over the samples of several reservoirs."""
+    ordered: list[float] = []
+    for r in reservoirs:
+        ordered += r.values()
+    ordered.sort()
+    if not ordered:
+        return {"p50": None, "p99": None}
+    last = len(ordered) - 1
+    return {key: round(ordered[min(last, int(q * len(ordered)))] * 1000, 3)
+            for key, q in (("p50", 0.5), ("p99", 0.99))}
+
+
+def _bolt_latencies(rt: RunningTopology) -> dict[str, dict[str, Any]]:
+    """Per bolt: execute and process latency percentiles over all its executors' batches."""
+    by_component: dict[str, list[Any]] = {}
+    for bex in rt.bolt_executors:
+        by_component.setdefault(bex.component, []).append(bex.times)
+    return {cid: {"execute_latency_ms": _merged([t.execute for t in times]),
+                  "process_latency_ms": _merged([t.process for t in times])}
+            for cid, times in by_component.items()}
+
+
 def _totals(per_task: list[TaskStats]) -> dict[str, int]:
     totals = TaskStats().as_dict()
     for stats in per_task:
@@ -59,8 +82,6 @@ def _executors(rt: RunningTopology) -> list[dict[str, Any]]:
                     "executed": times.tuples, "batches": times.batches,
                     "execute_secs": round(times.execute_secs, 6),
                     "process_secs": round(times.process_secs, 6),
-                    "execute_latency_ms": _latency(times.execute),
-                    "process_latency_ms": _latency(times.process),
                     "queue": {"size": queue.size, "maxsize": queue.maxsize,
                               "peak": queue.peak, "blocked_putters": queue.blocked_putters}})
     return out
@@ -71,8 +92,10 @@ def topology_stats(rt: RunningTopology) -> dict[str, Any]:
 
     ``components[id]`` holds the summed task counters (``emitted``, ``executed``,
     ``acked``, ``failed``, ``errors`` and any further counter the tasks keep), plus
-    ``kind``, ``executors``, ``tasks`` and ``transferred``; spouts add ``pending`` and
-    ``in_flight_limit``, bolts ``execute_secs`` and ``process_secs``.
+    ``kind``, ``executors``, ``executor_ids`` (indexes into ``executors``), ``tasks`` and
+    ``transferred``; spouts add ``pending`` and
+    ``in_flight_limit``, bolts ``execute_secs``, ``process_secs`` and the p50/p99 of
+    ``execute_latency_ms`` and ``process_latency_ms`` over recent batches.
     """
     executors = _executors(rt)
     components: dict[str, dict[str, Any]] = {}
@@ -82,11 +105,13 @@ def topology_stats(rt: RunningTopology) -> dict[str, Any]:
         entry["kind"] = kinds.get(cid, "acker")
         entry["tasks"] = len(per_task)
         entry["executors"] = 0
+        entry["executor_ids"] = []
         entry["transferred"] = 0
         components[cid] = entry
-    for ex in executors:
+    for i, ex in enumerate(executors):
         entry = components[ex["component"]]
         entry["executors"] += 1
+        entry["executor_ids"].append(i)
         entry["transferred"] += ex["transferred"]
         if ex["kind"] == "spout":
             entry["pending"] = entry.get("pending", 0) + ex["pending"]
@@ -95,6 +120,8 @@ def topology_stats(rt: RunningTopology) -> dict[str, Any]:
         else:
             entry["execute_secs"] = entry.get("execute_secs", 0.0) + ex["execute_secs"]
             entry["process_secs"] = entry.get("process_secs", 0.0) + ex["process_secs"]
+    for cid, latencies in _bolt_latencies(rt).items():
+        components[cid].update(latencies)
     if rt.ackers:  # trees decided: the ledgers count them
         acker = components["__acker"]
         acker["executors"] = len(rt.ackers)

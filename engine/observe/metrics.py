@@ -49,10 +49,10 @@ class _Families:
             "ack (sampled trees).", labels=["topology"])
         self.execute = SummaryMetricFamily(
             "stormloop_execute_latency_seconds", "Time in execute per tuple (quantiles over "
-            "per-batch means).", labels=[*_TL, "executor"])
+            "per-batch means).", labels=_TL)
         self.process = SummaryMetricFamily(
             "stormloop_process_latency_seconds", "Time from a tuple's batch being taken to "
-            "its ack leaving.", labels=[*_TL, "executor"])
+            "its ack leaving.", labels=_TL)
         self.uptime = g("stormloop_uptime_seconds", "Seconds since the topology started.",
                         labels=["topology"])
         self.trees = g("stormloop_pending_trees", "Trees the ackers track now.",
@@ -66,8 +66,6 @@ class _Families:
                           "executed x execute latency / window, busiest executor.", labels=_TL)
         self.queue = g("stormloop_queue_batches", "Batches in an executor's receive queue.",
                        labels=[*_TL, "executor"])
-        self.queue_max = g("stormloop_queue_capacity_batches", "Bound of an executor's "
-                           "receive queue.", labels=[*_TL, "executor"])
         self.queue_fill = g("stormloop_queue_fill_ratio", "Receive queue size / bound.",
                             labels=[*_TL, "executor"])
         part = [*_TL, "task", "topic", "partition"]
@@ -102,6 +100,12 @@ def _summary(family: SummaryMetricFamily, labels: dict[str, str],
             family.add_sample(family.name, {**labels, "quantile": quantile}, lat[key] / 1000)
 
 
+def _not_applicable(key: str, kind: str) -> bool:
+    """Spouts execute nothing; ackers emit and transfer nothing."""
+    return (kind == "spout" and key == "executed") or (
+        kind == "acker" and key in ("emitted", "transferred"))
+
+
 def _kafka(f: _Families, name: str, stats: Mapping[str, Any]) -> None:
     for cid, tasks in stats["metrics"].items():
         for task, data in tasks.items():
@@ -129,9 +133,12 @@ def _topology(f: _Families, observer: Observer, name: str) -> None:
     for cid, comp in stats["components"].items():
         labels = [name, cid]
         for key, family in f.counters.items():
-            if key in comp and not (key == "executed" and comp["kind"] == "spout"):
+            if key in comp and not _not_applicable(key, comp["kind"]):
                 family.add_metric(labels, comp[key])
-        for reason, n in fails_by_reason(stats, cid).items():
+        reasons = fails_by_reason(stats, cid)
+        if comp["kind"] != "spout" and not any(k.startswith("failed_") for k in comp):
+            reasons = {"explicit": reasons["explicit"]}  # a bolt's own fails: explicit
+        for reason, n in reasons.items():
             f.failed.add_metric([*labels, reason], n)
         if comp["kind"] == "spout":
             f.pending.add_metric(labels, comp.get("pending", 0))
@@ -141,18 +148,16 @@ def _topology(f: _Families, observer: Observer, name: str) -> None:
             capacity = bolt_times(stats, ten_minutes, cid)["capacity"]
             if capacity is not None:
                 f.capacity.add_metric(labels, capacity)
+            named = {"topology": name, "component": cid}
+            _summary(f.execute, named, {**comp["execute_latency_ms"], "samples": comp["executed"],
+                                        "sum_secs": comp["execute_secs"]})
+            _summary(f.process, named, {**comp["process_latency_ms"], "samples": comp["executed"],
+                                        "sum_secs": comp["process_secs"]})
     for ex in stats["executors"]:
         labels = [name, ex["component"], f"[{ex['tasks'][0]}-{ex['tasks'][1]}]"]
         q = ex["queue"]
         f.queue.add_metric(labels, q["size"])
-        f.queue_max.add_metric(labels, q["maxsize"])
         f.queue_fill.add_metric(labels, q["size"] / q["maxsize"] if q["maxsize"] else 0.0)
-        if ex["kind"] == "bolt":
-            named = dict(zip(("topology", "component", "executor"), labels, strict=True))
-            _summary(f.execute, named, {**ex["execute_latency_ms"], "samples": ex["executed"],
-                                        "sum_secs": ex["execute_secs"]})
-            _summary(f.process, named, {**ex["process_latency_ms"], "samples": ex["executed"],
-                                        "sum_secs": ex["process_secs"]})
     _kafka(f, name, stats)
 
 

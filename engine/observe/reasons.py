@@ -24,7 +24,11 @@ def fails_by_reason(stats: Mapping[str, Any], component: str) -> dict[str, int]:
     if any(key in comp for key in _KEYS.values()):
         return {reason: int(comp.get(key, 0)) for reason, key in _KEYS.items()}
     timeout = 0
-    spouts = [cid for cid, c in stats["components"].items() if c.get("kind") == "spout"]
-    if spouts == [component]:
+    if comp.get("kind") == "spout" and failed and _only_spout(stats, component):
         timeout = min(failed, int(stats["components"].get("__acker", {}).get("timed_out", 0)))
     return {"explicit": failed - timeout, "timeout": timeout, "error": 0}
+
+
+def _only_spout(stats: Mapping[str, Any], component: str) -> bool:
+    return all(c.get("kind") != "spout" or cid == component
+               for cid, c in stats["components"].items())
