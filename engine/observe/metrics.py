@@ -64,9 +64,8 @@ class _Families:
                        "unbounded.", labels=_TL)
         self.capacity = g("stormloop_capacity", "Storm's capacity over the last 10 minutes: "
                           "executed x execute latency / window, busiest executor.", labels=_TL)
-        self.queue = g("stormloop_queue_batches", "Batches in an executor's receive queue.",
-                       labels=[*_TL, "executor"])
-        self.queue_fill = g("stormloop_queue_fill_ratio", "Receive queue size / bound.",
+        self.queue_fill = g("stormloop_queue_fill_ratio", "Batches in an executor's receive "
+                            "queue / its bound (topology.executor.receive.buffer.size).",
                             labels=[*_TL, "executor"])
         part = [*_TL, "task", "topic", "partition"]
         self.lag = g("stormloop_kafka_partition_lag", "Records behind the high watermark.",
@@ -126,7 +125,7 @@ def _kafka(f: _Families, name: str, stats: Mapping[str, Any]) -> None:
 def _topology(f: _Families, observer: Observer, name: str) -> None:
     rt = observer.runtime(name)
     stats = rt.stats()
-    ten_minutes = observer.deltas(rt, stats)["600"]
+    ten_minutes = observer.deltas(rt, stats, ("600",))["600"]
     f.uptime.add_metric([name], stats["uptime_secs"])
     f.trees.add_metric([name], stats["pending"])
     _summary(f.complete, {"topology": name}, stats["complete_latency_ms"])
@@ -156,7 +155,6 @@ def _topology(f: _Families, observer: Observer, name: str) -> None:
     for ex in stats["executors"]:
         labels = [name, ex["component"], f"[{ex['tasks'][0]}-{ex['tasks'][1]}]"]
         q = ex["queue"]
-        f.queue.add_metric(labels, q["size"])
         f.queue_fill.add_metric(labels, q["size"] / q["maxsize"] if q["maxsize"] else 0.0)
     _kafka(f, name, stats)
 

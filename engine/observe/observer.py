@@ -67,13 +67,14 @@ class Observer:
             self.sample()
             await asyncio.sleep(every)
 
-    def deltas(self, rt: RunningTopology, stats: dict[str, Any]) -> dict[str, Delta]:
-        """Every window's ``Delta`` of ``rt`` as of now."""
+    def deltas(self, rt: RunningTopology, stats: dict[str, Any],
+               windows: tuple[str, ...] = WINDOWS) -> dict[str, Delta]:
+        """The ``Delta`` of ``rt`` in each of ``windows`` (default: all) as of now."""
         now = rt.clock()
         figures = flatten(stats)
         ring = self._ring(rt)
         ring.offer(now, figures)
-        return {w: ring.delta(w, now, figures) for w in WINDOWS}
+        return {w: ring.delta(w, now, figures) for w in windows}
 
     def topologies(self) -> dict[str, Any]:
         """``/api/v1/topologies``."""
