@@ -115,11 +115,11 @@ def _kafka(f: _Families, name: str, stats: Mapping[str, Any]) -> None:
                                     (f.high, "high_watermark"), (f.position, "position")):
                     if isinstance(p.get(key), int | float):
                         family.add_metric(plabels, p[key])
-            for family, key in ((f.failed_records, "failed_topic_records"),
-                                (f.failed_retries, "failed_topic_retries"),
-                                (f.produced, "produced"), (f.produce_errors, "produce_errors")):
+            for counter, key in ((f.failed_records, "failed_topic_records"),
+                                 (f.failed_retries, "failed_topic_retries"),
+                                 (f.produced, "produced"), (f.produce_errors, "produce_errors")):
                 if isinstance(data.get(key), int | float):
-                    family.add_metric(labels, data[key])
+                    counter.add_metric(labels, data[key])
 
 
 def _topology(f: _Families, observer: Observer, name: str) -> None:

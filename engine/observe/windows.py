@@ -2,9 +2,10 @@
 
 Storm keeps each window as a ring of buckets; here a ring holds snapshots of the
 cumulative figures taken at bucket boundaries (one per ``window / 20`` seconds), never
-one entry per tuple. A window's figure is the current value minus the oldest snapshot
-still inside the window, over the time between the two. Time is passed in, so the rings
-are a pure core.
+one entry per tuple. A window's figure is the current value minus the newest snapshot
+taken at or before the window's start, over the time between the two (so a window spans
+at least its length, a bucket more at most while snapshots keep coming). Time is passed
+in, so the rings are a pure core.
 """
 
 from __future__ import annotations
@@ -46,19 +47,22 @@ class _Ring:
     def __init__(self, secs: float, buckets: int) -> None:
         self.secs = secs
         self.step = secs / buckets
-        # One sample more than the buckets: the oldest still spans a whole window.
-        self.samples: deque[tuple[float, dict[str, float]]] = deque(maxlen=buckets + 1)
+        # Two samples more than the buckets: the oldest is at or before the window's start.
+        self.samples: deque[tuple[float, dict[str, float]]] = deque(maxlen=buckets + 2)
 
     def offer(self, now: float, figures: Figures) -> None:
         if not self.samples or now - self.samples[-1][0] >= self.step:
             self.samples.append((now, dict(figures)))
 
     def base(self, now: float) -> tuple[float, dict[str, float]]:
+        """The newest sample at or before the window's start (the oldest if none is)."""
         start = now - self.secs
+        chosen = self.samples[0]
         for sample in self.samples:
-            if sample[0] >= start:
-                return sample
-        return self.samples[-1]
+            if sample[0] > start:
+                break
+            chosen = sample
+        return chosen
 
 
 class WindowRings:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from engine import Config, LocalCluster
-from engine.testing import FeederSpout, wait_until
+from engine import Config, LocalCluster, TopologyBuilder
+from engine.testing import CaptureBolt, FeederSpout, wait_until
 from tests.engine.observe.helpers import get_json, judged, word_count
 
 SPOUT_FIELDS = {"spoutId", "executors", "tasks", "emitted", "transferred", "completeLatency",
@@ -109,3 +109,44 @@ async def test_stats_is_plain_json_data() -> None:
     for cid in ("sentences", "split", "count", "__acker"):
         for key in ("emitted", "executed", "acked", "failed", "errors"):
             assert type(stats["components"][cid][key]) is int
+
+
+async def test_the_ten_minute_window_leaves_out_older_trees() -> None:
+    spout = FeederSpout(["verdict", "n"])
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("t", Config(), judged(spout))
+        server = await cluster.serve_http()
+        rt = cluster._running["t"]
+        now = [rt.started_at]
+        rt.clock = lambda: now[0]  # the figures' clock only; the ackers keep their own
+        try:
+            for i in range(5):
+                spout.feed(["ok", i], msg_id=i)
+            await wait_until(lambda: len(spout.events) == 5)
+            now[0] += 100  # 100 s in: a bucket boundary is due
+            await get_json(server.url + "api/v1/topology/t?window=600")
+            now[0] += 700  # 800 s in: the first five trees are older than 10 minutes
+            for i in range(5, 8):
+                spout.feed(["ok", i], msg_id=i)
+            await wait_until(lambda: len(spout.events) == 8)
+            _, ten = await get_json(server.url + "api/v1/topology/t?window=600")
+            _, all_time = await get_json(server.url + "api/v1/topology/t?window=:all-time")
+        finally:
+            await server.close()
+    assert ten["spouts"][0]["acked"] == 3
+    assert all_time["spouts"][0]["acked"] == 8
+    assert [s["acked"] for s in ten["topologyStats"]] == [3, 8, 8]
+
+
+async def test_transferred_counts_every_task_an_emit_reaches() -> None:
+    b = TopologyBuilder()
+    spout = FeederSpout(["v"])
+    b.set_spout("feed", spout)
+    b.set_bolt("fan", CaptureBolt(), 3).all_grouping("feed")
+    for i in range(4):
+        spout.feed([i], msg_id=i)
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("fan", Config(), b.create_topology())
+        await wait_until(lambda: len(spout.events) == 4)
+        feed = cluster.stats("fan")["components"]["feed"]
+    assert (feed["emitted"], feed["transferred"]) == (4, 12)

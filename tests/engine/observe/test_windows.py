@@ -22,7 +22,7 @@ def test_the_ten_minute_window_forgets_what_is_older() -> None:
     now = 1800.0
     figures = {"acked": 18000}
     ten = rings.delta("600", now, figures)
-    assert 570 <= ten.elapsed <= 600  # one bucket (30 s) of slack, never more than a window
+    assert 600 <= ten.elapsed <= 630  # a whole window, one bucket (30 s) of slack
     assert ten["acked"] == 10 * ten.elapsed
     three = rings.delta("10800", now, figures)
     assert three["acked"] == 18000 and three.elapsed == 1800
@@ -34,7 +34,7 @@ def test_rings_keep_one_sample_per_bucket_not_per_offer() -> None:
     for i in range(10_000):
         rings.offer(i * 0.01, {"acked": i})
     ring = rings._rings["600"]
-    assert len(ring.samples) <= 21
+    assert len(ring.samples) <= 22
     assert all(b[0] - a[0] >= 30 for a, b in zip(ring.samples, list(ring.samples)[1:],
                                                     strict=False))
 
