@@ -33,6 +33,16 @@ async def test_page_is_self_contained_with_the_topology_drawn_inline() -> None:
     assert 'data-component="sentences"' in empty  # unknown name: the first topology
 
 
+async def test_page_without_topologies_says_so() -> None:
+    async with LocalCluster() as cluster:
+        server = await cluster.serve_http()
+        try:
+            status, html = await get(server.url)
+        finally:
+            await server.close()
+    assert status == 200 and "no topology running" in html and "<svg" not in html
+
+
 CHROMIUM = Chromium.find()
 
 
