@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from engine.config import TOPOLOGY_MAX_SPOUT_PENDING
+from engine.config import TOPOLOGY_MAX_SPOUT_PENDING, TOPOLOGY_MESSAGE_TIMEOUT_SECS
 from engine.stats import LatencyReservoir, TaskStats
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def topology_stats(rt: RunningTopology) -> dict[str, Any]:
         "uptime_secs": round(rt.clock() - rt.started_at, 3) if rt.started_at else 0.0,
         "pending": sum(len(a.ledger) for a in rt.ackers),
         "spout_pending": rt.spout_pending(),
-        "message_timeout_secs": rt.conf.get("topology.message.timeout.secs"),
+        "message_timeout_secs": rt.conf.get(TOPOLOGY_MESSAGE_TIMEOUT_SECS),
         "max_spout_pending": rt.conf.get(TOPOLOGY_MAX_SPOUT_PENDING),
         "components": components,
         "complete_latency_ms": _latency(rt.latency),
