@@ -24,6 +24,8 @@ from engine.cluster import LocalCluster
 from engine.config import Config
 from engine.errors import ConfigError, TopologyError
 from engine.gc_tuning import tune_gc
+from engine.observe.reasons import fails_by_reason
+from engine.observe.svg import render_svg
 from engine.topology import Topology
 
 __all__ = ["main"]
@@ -81,20 +83,32 @@ def load_topology(path: str, overrides: dict[str, Any]) -> tuple[Topology, Confi
     return topology, conf
 
 
+def _fig(value: Any, unit: str = "") -> str:
+    """A figure for the status line: ``-`` when unknown."""
+    return "-" if value is None else f"{value}{unit}"
+
+
 def _status(name: str, stats: dict[str, Any], spout_ids: set[str],
             last: dict[str, float]) -> str:
-    spouts = [c for cid, c in stats["components"].items() if cid in spout_ids]
-    emitted = sum(c["emitted"] for c in spouts)
-    acked = sum(c["acked"] for c in spouts)
-    failed = sum(c["failed"] for c in spouts)
+    spouts = {cid: c for cid, c in stats["components"].items() if cid in spout_ids}
+    emitted = sum(c["emitted"] for c in spouts.values())
+    acked = sum(c["acked"] for c in spouts.values())
+    reasons = [fails_by_reason(stats, cid) for cid in spouts]
+    timeouts = sum(r["timeout"] for r in reasons)
+    failed = sum(r["explicit"] + r["error"] for r in reasons)
     errors = sum(c["errors"] for cid, c in stats["components"].items())
     now = asyncio.get_running_loop().time()
     rate = (acked - last["acked"]) / max(now - last["t"], 1e-9)
     last["acked"], last["t"] = acked, now
     lat = stats["complete_latency_ms"]
+    records = [m["failed_topic_records"] for tasks in stats.get("metrics", {}).values()
+               for m in tasks.values() if isinstance(m.get("failed_topic_records"), int)]
+    to_failed_topic = f" failed-topic={sum(records)}" if records else ""
     return (f"[{name} {stats['uptime_secs']:.0f}s] emitted={emitted} acked={acked} "
-            f"failed={failed} pending={stats['spout_pending']} errors={errors} "
-            f"acked/s={rate:,.0f} latency p50={lat['p50']}ms p99={lat['p99']}ms")
+            f"failed={failed} timeouts={timeouts}{to_failed_topic} "
+            f"pending={stats['spout_pending']} errors={errors} "
+            f"acked/s={rate:,.0f} latency p50={_fig(lat['p50'], 'ms')} "
+            f"p99={_fig(lat['p99'], 'ms')}")
 
 
 async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> None:
@@ -104,7 +118,12 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> No
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     name = args.name
-    async with LocalCluster() as cluster:
+    async with LocalCluster() as cluster, contextlib.AsyncExitStack() as http:
+        if args.http is not None:
+            server = await cluster.serve_http(*args.http)
+            http.push_async_callback(server.close)
+            print(f"http: serving {server.url} (metrics at {server.url}metrics)",
+                  file=sys.stderr, flush=True)
         await cluster.submit_topology(name, conf, topology)
         tune_gc()
         spout_ids = {d.id for d in topology.spouts()}
@@ -140,7 +159,27 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--drain-secs", type=float, default=5.0, metavar="SECS",
                      help="on stop, give pending trees this long to complete (default 5)")
     run.add_argument("--status-interval", type=float, default=5.0, metavar="SECS")
+    run.add_argument("--http", type=_http_address, default=None, metavar="[HOST:]PORT",
+                     help="serve /metrics, the JSON API and the status page (default host "
+                          "127.0.0.1; port 0 picks a free one)")
+    graph = sub.add_parser("graph", help="draw a topology file as SVG on stdout")
+    graph.add_argument("file")
+    graph.add_argument("--name", default=None, help="title (default: the file's stem)")
+    graph.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
     return parser
+
+
+def _http_address(raw: str) -> tuple[str, int]:
+    """``[HOST:]PORT`` (``[::1]:PORT`` for IPv6) as ``(host, port)``."""
+    host, sep, port = raw.rpartition(":")
+    host = host.strip("[]") if sep else "127.0.0.1"
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not host or not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"expected [HOST:]PORT with PORT 0-65535, got {raw!r}")
+    return host, number
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     args.name = args.name or Path(args.file).stem.replace("_", "-")
     try:
         topology, conf = load_topology(args.file, _parse_conf(args.conf))
+        if args.command == "graph":
+            sys.stdout.write(render_svg(topology, title=args.name) + "\n")
+            return 0
         _loop_runner(_run(args, topology, conf))
     except (UsageError, TopologyError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -12,11 +12,16 @@ import asyncio
 import enum
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import TopologyError
 from engine.runtime import RunningTopology
 from engine.topology import Topology
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from engine.observe.server import HttpServer
 
 __all__ = ["LocalCluster"]
 
@@ -115,3 +120,17 @@ class LocalCluster:
     def topologies(self) -> list[str]:
         """Names of the running topologies."""
         return sorted(self._running)
+
+    async def serve_http(self, host: str = "127.0.0.1", port: int = 0) -> HttpServer:
+        """Serve metrics, the JSON API, health checks and the status page on ``host:port``
+        in this event loop (port 0 picks a free one: ``server.port``); ``await
+        server.close()`` stops it."""
+        from engine.observe.server import serve
+
+        return await serve(self, host, port)
+
+    def http_app(self) -> web.Application:
+        """The same endpoint as an ``aiohttp.web.Application``, to mount in your own."""
+        from engine.observe.server import make_app
+
+        return make_app(self)

@@ -25,7 +25,7 @@ from engine.acker import FAIL, INIT, RESET
 from engine.failure import FailReason, FailReasons
 from engine.outbox import Outbox
 from engine.routing import Route
-from engine.stats import TaskStats
+from engine.stats import RecentErrors, TaskStats
 from engine.tuples import IdSource, Source, Tuple
 
 __all__ = [
@@ -65,6 +65,7 @@ class _Collector:
         self._debug = debug
         self._num_ackers = len(outbox.acker_bufs)
         self._ids = IdSource()
+        self.recent_errors = RecentErrors()
 
     @property
     def component(self) -> str:
@@ -113,6 +114,7 @@ class _Collector:
     def report_error(self, exc: BaseException) -> None:
         """Count ``exc`` as an error of this component and log it with the task id."""
         self._stats.errors += 1
+        self.recent_errors.add(self._task_id, exc)
         log.error("%s %r task %d: %s: %s", self._kind, self._component, self._task_id,
                   type(exc).__name__, exc, exc_info=self._stats.errors <= 3 and exc)
 

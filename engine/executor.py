@@ -21,7 +21,7 @@ from engine.context import TopologyContext
 from engine.failure import FailReason, FailReasons, error_reason
 from engine.outbox import Outbox
 from engine.queues import BatchQueue
-from engine.stats import LatencyReservoir, TaskStats
+from engine.stats import BatchTimes, LatencyReservoir, TaskStats
 from engine.tuples import SYSTEM_COMPONENT, TICK_STREAM, Fields, Source, Tuple
 from engine.usercall import accepts, is_user_error, method
 
@@ -207,14 +207,17 @@ class BoltExecutor:
         self.by_id = {t.task_id: t for t in tasks}
         self.queue = queue
         self.outbox = outbox
+        self.times = BatchTimes()
 
     async def run(self) -> None:
         """Loop until cancelled; a failing ``execute`` fails its tuple and the loop goes on."""
-        queue, outbox = self.queue, self.outbox
+        queue, outbox, times = self.queue, self.outbox, self.times
+        clock = times.clock
         single = self.tasks[0] if len(self.tasks) == 1 else None
         batches = 0
         while True:
             batch = await queue.get()
+            started = clock()
             outbox.busy = True
             if single is not None:
                 await self._execute(single, batch)
@@ -222,6 +225,7 @@ class BoltExecutor:
                 for tup in batch:
                     await self._execute(self.by_id[tup.dest], (tup,))
             outbox.busy = False
+            times.add(len(batch), started, clock())
             await outbox.flush()
             batches += 1
             if batches == YIELD_EVERY_BATCHES:

@@ -53,6 +53,7 @@ class Outbox:
         "queues",
         "scheduled",
         "task_executor",
+        "transferred",
     )
 
     def __init__(self, queues: list[BatchQueue], task_executor: list[int],
@@ -74,6 +75,7 @@ class Outbox:
         # times (from the user's own tasks or callbacks) schedule a flush instead.
         self.busy = False
         self.scheduled = False
+        self.transferred = 0  # tuples handed to destination queues, counted per batch
 
     def schedule_flush(self) -> None:
         """Flush soon, without waiting and ignoring queue bounds (the immediate path)."""
@@ -89,6 +91,7 @@ class Outbox:
         if self.bufs:
             bufs, self.bufs = self.bufs, {}
             for ex, buf in bufs.items():
+                self.transferred += len(buf)
                 self.queues[ex].put_nowait(buf)
 
     def merge_last(self) -> None:
@@ -116,6 +119,7 @@ class Outbox:
             bufs, self.bufs = self.bufs, {}
             queues = self.queues
             for ex, buf in bufs.items():
+                self.transferred += len(buf)
                 await queues[ex].put(buf)
 
     async def flush_polling(self, inbox: BatchQueue,
@@ -135,4 +139,5 @@ class Outbox:
                         await handle(item)
                         item = inbox.get_nowait()
                     self.flush_acker_messages()
+            self.transferred += len(buf)
             queue.put_nowait(buf)

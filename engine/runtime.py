@@ -31,6 +31,7 @@ from engine.errors import TopologyError
 from engine.executor import BoltExecutor, BoltTask, SpoutExecutor, SpoutTask
 from engine.failure import FailReasons
 from engine.outbox import Outbox
+from engine.observe.figures import topology_stats
 from engine.queues import BatchQueue
 from engine.routing import routes_for
 from engine.stats import LatencyReservoir, TaskStats
@@ -217,27 +218,6 @@ class RunningTopology:
     # -- figures --------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
-        """Counters per component, pending trees, complete latency and queue figures."""
-        components = {}
-        spouts = {d.id for d in self.topology.spouts()}
-        for cid, per_task in self.task_stats.items():
-            spout = cid in spouts
-            totals = TaskStats().as_dict(spout)
-            for stats in per_task:
-                for key, value in stats.as_dict(spout).items():
-                    totals[key] += value
-            components[cid] = totals
-        if self.ackers:  # trees decided: the ledgers count them
-            components["__acker"]["acked"] = sum(a.ledger.acked for a in self.ackers)
-            components["__acker"]["failed"] = sum(a.ledger.failed for a in self.ackers)
-            components["__acker"]["timed_out"] = sum(a.ledger.timed_out for a in self.ackers)
-        p50, p99 = self.latency.percentiles_ms(0.5, 0.99)
-        return {
-            "name": self.name,
-            "uptime_secs": round(self.clock() - self.started_at, 3) if self.started_at else 0.0,
-            "pending": sum(len(a.ledger) for a in self.ackers),
-            "spout_pending": self.spout_pending(),
-            "components": components,
-            "complete_latency_ms": {"p50": p50, "p99": p99, "samples": self.latency.count},
-            "queues": {i: q.stats() for i, q in enumerate(self.queues)},
-        }
+        """Counters per component, pending trees, latencies, executor and queue figures:
+        plain JSON data (see ``engine.observe.figures``)."""
+        return topology_stats(self)

@@ -1,10 +1,14 @@
-"""Counters per task and the latency reservoir behind ``LocalCluster.stats``."""
+"""Counters per task, the latency reservoir behind ``LocalCluster.stats``, per-batch
+execute times of bolt executors and each task's most recent errors."""
 
 from __future__ import annotations
 
+import time
+import traceback
 from collections import deque
+from typing import Any
 
-__all__ = ["LatencyReservoir", "TaskStats"]
+__all__ = ["BatchTimes", "LatencyReservoir", "RecentErrors", "TaskStats"]
 
 
 _COUNTERS = ("acked", "emitted", "errors", "executed", "failed")
@@ -44,18 +48,21 @@ class TaskStats:
 
 
 class LatencyReservoir:
-    """The most recent ``size`` complete latencies (seconds), for percentiles."""
+    """The most recent ``size`` latencies (seconds), for percentiles; ``count`` and ``total``
+    (seconds) cover every latency ever added."""
 
-    __slots__ = ("_samples", "count")
+    __slots__ = ("_samples", "count", "total")
 
     def __init__(self, size: int = 4096) -> None:
         self._samples: deque[float] = deque(maxlen=size)
         self.count = 0
+        self.total = 0.0
 
     def add(self, seconds: float) -> None:
-        """Record one complete latency."""
+        """Record one latency."""
         self._samples.append(seconds)
         self.count += 1
+        self.total += seconds
 
     def percentiles_ms(self, *quantiles: float) -> list[float | None]:
         """The given quantiles (0..1) in milliseconds, ``None`` with no samples."""
@@ -65,6 +72,73 @@ class LatencyReservoir:
         last = len(ordered) - 1
         return [round(ordered[min(last, int(q * len(ordered)))] * 1000, 3) for q in quantiles]
 
+    def values(self) -> list[float]:
+        """The samples held now (seconds), oldest first."""
+        return list(self._samples)
+
     def clear(self) -> None:
         """Forget the samples (the count stays)."""
         self._samples.clear()
+
+
+class BatchTimes:
+    """Where a bolt executor's time goes, measured once per batch, never per tuple.
+
+    ``execute_secs`` sums the time spent executing batches (Storm's executed x execute
+    latency, the numerator of capacity); ``process_secs`` sums, over every tuple, the time
+    from its batch being taken to the end of that batch, when its acks leave. The
+    reservoirs hold per-batch samples: the mean execute time per tuple and the batch time.
+    """
+
+    __slots__ = ("batches", "clock", "execute", "execute_secs", "process", "process_secs",
+                 "tuples")
+
+    def __init__(self, size: int = 64) -> None:
+        self.clock = time.perf_counter
+        self.batches = 0
+        self.tuples = 0
+        self.execute_secs = 0.0
+        self.process_secs = 0.0
+        self.execute = LatencyReservoir(size)
+        self.process = LatencyReservoir(size)
+
+    def add(self, n: int, started: float, ended: float) -> None:
+        """Record one batch of ``n`` tuples executed from ``started`` to ``ended``."""
+        if n <= 0:
+            return
+        spent = ended - started
+        self.batches += 1
+        self.tuples += n
+        self.execute_secs += spent
+        self.process_secs += spent * n
+        self.execute.add(spent / n)
+        self.process.add(spent)
+
+
+class RecentErrors:
+    """The last ``size`` errors a task reported: wall time, task, the exception itself.
+
+    Tracebacks are formatted when read (``entries``), not when an error happens.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, size: int = 10) -> None:
+        self._items: deque[tuple[float, int, BaseException]] = deque(maxlen=size)
+
+    def add(self, task_id: int, exc: BaseException) -> None:
+        """Remember ``exc`` as reported by ``task_id`` now."""
+        self._items.append((time.time(), task_id, exc))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Oldest first: ``time`` (epoch seconds), ``task``, ``error`` and ``traceback``."""
+        out: list[dict[str, Any]] = []
+        for at, task_id, exc in self._items:
+            frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-5)
+            out.append({"time": at, "task": task_id,
+                        "error": f"{type(exc).__name__}: {exc}",
+                        "traceback": "".join(frames).rstrip()})
+        return out

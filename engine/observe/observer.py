@@ -1,0 +1,110 @@
+"""The cluster as the HTTP views see it: running topologies, their figures and windows.
+
+An ``Observer`` samples each running topology's cumulative figures into its window rings
+when a bucket boundary is due: from a background task (``run``) and on every read, so
+windows stay right whether or not anything is scraped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import TopologyError
+from engine.observe.api import component_json, flatten, topology_json, topology_summary
+from engine.observe.figures import component_errors, topology_status
+from engine.observe.windows import WINDOWS, Delta, WindowRings
+
+if TYPE_CHECKING:
+    from engine.cluster import LocalCluster
+    from engine.runtime import RunningTopology
+
+__all__ = ["Observer"]
+
+SAMPLE_EVERY_SECS = 5.0
+
+
+class Observer:
+    """Reads a ``LocalCluster``'s running topologies; one per HTTP app."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+        self._rings: dict[str, tuple[RunningTopology, WindowRings]] = {}
+
+    def runtimes(self) -> dict[str, RunningTopology]:
+        """The running topologies by name."""
+        return dict(self.cluster._running)
+
+    def runtime(self, name: str) -> RunningTopology:
+        """The running topology ``name``; ``TopologyError`` if there is none."""
+        rt = self.cluster._running.get(name)
+        if rt is None:
+            raise TopologyError(f"topology {name!r}: not running; "
+                                f"running: {sorted(self.cluster._running)}")
+        return rt
+
+    def _ring(self, rt: RunningTopology) -> WindowRings:
+        held = self._rings.get(rt.name)
+        if held is None or held[0] is not rt:  # new, or a new topology of the same name
+            held = (rt, WindowRings(rt.started_at or rt.clock()))
+            self._rings[rt.name] = held
+        return held[1]
+
+    def sample(self) -> None:
+        """Offer every running topology's figures to its rings; forget stopped ones."""
+        running = self.runtimes()
+        for name in list(self._rings):
+            if name not in running:
+                del self._rings[name]
+        for rt in running.values():
+            if rt.started_at:
+                self._ring(rt).offer(rt.clock(), flatten(rt.stats()))
+
+    async def run(self, every: float = SAMPLE_EVERY_SECS) -> None:
+        """Sample every ``every`` seconds until cancelled."""
+        while True:
+            self.sample()
+            await asyncio.sleep(every)
+
+    def deltas(self, rt: RunningTopology, stats: dict[str, Any],
+               windows: tuple[str, ...] = WINDOWS) -> dict[str, Delta]:
+        """The ``Delta`` of ``rt`` in each of ``windows`` (default: all) as of now."""
+        now = rt.clock()
+        figures = flatten(stats)
+        ring = self._ring(rt)
+        ring.offer(now, figures)
+        return {w: ring.delta(w, now, figures) for w in windows}
+
+    def topologies(self) -> dict[str, Any]:
+        """``/api/v1/topologies``."""
+        return {"topologies": [topology_summary(rt.stats()) for rt in self.runtimes().values()]}
+
+    def topology(self, name: str, window: str) -> dict[str, Any]:
+        """``/api/v1/topology/{name}``."""
+        rt = self.runtime(name)
+        stats = rt.stats()
+        errors = {cid: component_errors(rt, cid) for cid in rt.topology.components}
+        return topology_json(stats, window, self.deltas(rt, stats), errors)
+
+    def component(self, name: str, cid: str, window: str) -> dict[str, Any]:
+        """``/api/v1/topology/{name}/component/{id}``."""
+        rt = self.runtime(name)
+        if cid not in rt.topology.components:
+            raise TopologyError(f"topology {name!r}: no component {cid!r}; "
+                                f"components: {sorted(rt.topology.components)}")
+        stats = rt.stats()
+        return component_json(stats, cid, window, self.deltas(rt, stats)[window],
+                              component_errors(rt, cid), time.time())
+
+    def readiness(self) -> str | None:
+        """``None`` when every topology is active with its spouts opened, else why not."""
+        running = self.runtimes()
+        if not running:
+            return "no topology is running"
+        for name, rt in sorted(running.items()):
+            status = topology_status(rt)
+            if status != "ACTIVE":
+                why = "opening its spouts" if status == "STARTING" else "being killed"
+                return f"topology {name!r} is {why}"
+        return None

@@ -1,0 +1,147 @@
+"""``/``: one self-contained status page (no external files; works offline).
+
+The server renders the first view, the topology drawn inline as SVG included; the page's
+own script then refreshes the drawing and the tables from the JSON API every few seconds.
+Links are relative, so the page works where ``http_app()`` is mounted under a prefix.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+
+__all__ = ["render_page"]
+
+REFRESH_SECS = 3
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:0;color:#202124;background:#f8f9fa}
+header{background:#202124;color:#fff;padding:10px 20px;display:flex;gap:18px;
+ align-items:center;flex-wrap:wrap}
+header h1{font-size:18px;margin:0}header select{font-size:14px}
+header .meta{font-size:13px;color:#bdc1c6}
+main{padding:12px 20px}section{background:#fff;border:1px solid #dadce0;border-radius:8px;
+ padding:10px 14px;margin-bottom:14px;overflow-x:auto}
+h2{font-size:15px;margin:4px 0 8px}
+table{border-collapse:collapse;font-size:13px;width:100%}
+th,td{padding:4px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
+th:first-child,td:first-child{text-align:left}th{background:#f1f3f4;font-weight:600}
+td.err{color:#c5221f;text-align:left;white-space:normal}
+.empty{color:#5f6368;font-style:italic;font-size:13px}
+.warn{color:#b06000}.bad{color:#c5221f;font-weight:600}
+"""
+
+_SCRIPT = r"""
+(function(){
+const state = JSON.parse(document.getElementById('state').textContent);
+let refreshes = 0;
+const $ = id => document.getElementById(id);
+const fmt = v => (v === null || v === undefined || v === '') ? '-' :
+  (typeof v === 'number' ? (Number.isInteger(v) ? v.toLocaleString('en') : v.toFixed(3)) : v);
+function esc(s){return String(s).replace(/[&<>"]/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;',
+  '"':'&quot;'}[c]));}
+function table(id, cols, rows, empty){
+  const el = $(id);
+  if (!rows.length){ el.innerHTML = '<p class="empty">' + empty + '</p>'; return; }
+  let h = '<table><thead><tr>' + cols.map(c => '<th>' + c[1] + '</th>').join('') +
+    '</tr></thead><tbody>';
+  for (const r of rows){
+    h += '<tr data-id="' + esc(r[cols[0][0]]) + '">' + cols.map(c => {
+      const v = r[c[0]];
+      const cls = c[2] ? c[2](v, r) : '';
+      return '<td' + (cls ? ' class="' + cls + '"' : '') + '>' + esc(fmt(v)) + '</td>';
+    }).join('') + '</tr>';
+  }
+  el.innerHTML = h + '</tbody></table>';
+}
+const hot = v => v >= 0.9 ? 'bad' : (v >= 0.6 ? 'warn' : '');
+const nonzero = v => v ? 'warn' : '';
+function render(t){
+  $('uptime').textContent = 'up ' + fmt(Math.round(t.uptimeSeconds)) + ' s · ' + t.status +
+    ' · pending trees ' + fmt(t.pending);
+  table('topology-stats', [['windowPretty','Window'],['emitted','Emitted'],
+    ['transferred','Transferred'],['completeLatency','Complete latency (ms)'],
+    ['acked','Acked'],['failed','Failed'],['timedOut','Timed out', nonzero]],
+    t.topologyStats, 'no figures yet');
+  table('spouts', [['spoutId','Spout'],['executors','Executors'],['tasks','Tasks'],
+    ['emitted','Emitted'],['transferred','Transferred'],
+    ['completeLatency','Complete latency (ms)'],['acked','Acked'],['failed','Failed'],
+    ['timedOut','Timed out', nonzero],['pending','Pending'],['inFlightLimit','In-flight limit'],
+    ['lastError','Last error', v => v ? 'err' : '']], t.spouts, 'no spouts');
+  table('bolts', [['boltId','Bolt'],['executors','Executors'],['tasks','Tasks'],
+    ['emitted','Emitted'],['transferred','Transferred'],['capacity','Capacity', hot],
+    ['executeLatency','Execute latency (ms)'],['executed','Executed'],
+    ['processLatency','Process latency (ms)'],['acked','Acked'],['failed','Failed'],
+    ['lastError','Last error', v => v ? 'err' : '']], t.bolts, 'no bolts');
+  table('kafka', [['topic','Topic'],['partition','Partition'],['component','Spout'],
+    ['task','Task'],['committed','Committed'],['position','Position'],
+    ['highWatermark','High watermark'],['lag','Lag', nonzero]],
+    t.kafkaPartitions, 'no Kafka partitions');
+  table('errors', [['component','Component'],['task','Task'],['when','When'],
+    ['error','Error', () => 'err']], t.errors.map(e => Object.assign({}, e,
+    {when: new Date(e.time * 1000).toLocaleTimeString()})), 'no errors');
+}
+async function refresh(){
+  const base = 'api/v1/topology/' + encodeURIComponent(state.topology);
+  const q = '?window=' + encodeURIComponent(state.window);
+  try {
+    const [t, svg] = await Promise.all([
+      fetch(base + q).then(r => { if (!r.ok) throw new Error(r.status); return r.json(); }),
+      fetch(base + '/graph.svg' + q).then(r => r.text())]);
+    render(t);
+    $('graph').innerHTML = svg;
+    refreshes += 1;
+    document.body.dataset.refreshes = refreshes;
+    $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
+  } catch (e) {
+    $('updated').textContent = 'update failed: ' + e.message;
+  }
+}
+for (const id of ['topology', 'window']) {
+  const sel = $(id + '-select');
+  if (sel) sel.addEventListener('change', () => { state[id] = sel.value;
+    const u = new URL(location.href); u.searchParams.set(id, sel.value);
+    history.replaceState(null, '', u); refresh(); });
+}
+if (state.topology) {
+  refresh();
+  setInterval(refresh, state.refresh * 1000);
+} else {
+  setTimeout(() => location.reload(), state.refresh * 1000);
+}
+})();
+"""
+
+_WINDOWS = (("600", "10 minutes"), ("10800", "3 hours"), (":all-time", "all time"))
+
+
+def _options(values: list[tuple[str, str]], chosen: str) -> str:
+    return "".join(f'<option value="{escape(v)}"{" selected" if v == chosen else ""}>'
+                   f"{escape(label)}</option>" for v, label in values)
+
+
+def render_page(names: list[str], topology: str | None, window: str, svg: str,
+                refresh_secs: int = REFRESH_SECS) -> str:
+    """The status page for ``topology`` (one of ``names``, or none running)."""
+    state = json.dumps({"topology": topology, "window": window, "refresh": refresh_secs})
+    state = state.replace("</", "<\\/")  # cannot close the script element
+    picker = (f'<select id="topology-select">{_options([(n, n) for n in names], topology or "")}'
+              f"</select>" if names else "<span>no topology running</span>")
+    sections = "".join(
+        f'<section><h2>{title}</h2><div id="{sid}"><p class="empty">loading…</p></div>'
+        f"</section>"
+        for sid, title in (("topology-stats", "Figures"), ("spouts", "Spouts"),
+                           ("bolts", "Bolts"), ("kafka", "Kafka partitions"),
+                           ("errors", "Recent errors")))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>stormloop{escape(" · " + topology) if topology else ""}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>{_STYLE}</style></head>
+<body data-refreshes="0"><header><h1>stormloop</h1>{picker}
+<label>window <select id="window-select">{_options(list(_WINDOWS), window)}</select></label>
+<span class="meta" id="uptime"></span><span class="meta" id="updated"></span></header>
+<main><section><h2>Topology</h2><div id="graph">{svg}</div></section>{sections}</main>
+<script type="application/json" id="state">{state}</script>
+<script>{_SCRIPT}</script></body></html>
+"""

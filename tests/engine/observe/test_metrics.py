@@ -1,0 +1,145 @@
+"""``/metrics`` scraped while topologies run, parsed with prometheus_client's parser."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from engine import Config, LocalCluster, TopologyBuilder
+from engine.testing import FeederSpout, wait_until
+from tests.engine.observe.helpers import (
+    BrokenMetrics,
+    PartitionSpout,
+    judged,
+    sample,
+    scrape,
+    word_count,
+)
+
+
+async def test_acked_counters_agree_with_stats_while_word_count_runs() -> None:
+    trees = 1000 * 20
+    conf, topology = word_count(sentences=1000, repeat=20)
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("wc", conf, topology)
+        server = await cluster.serve_http()
+        try:
+            scraped_while_running = 0
+            while not cluster.finished("wc"):
+                before = cluster.stats("wc")["components"]
+                families = await scrape(server.url)
+                after = cluster.stats("wc")["components"]
+                for cid in ("sentences", "split", "count"):
+                    acked = sample(families, "stormloop_tuples_acked", topology="wc",
+                                   component=cid)
+                    assert before[cid]["acked"] <= acked <= after[cid]["acked"]
+                if after["sentences"]["acked"] < trees:
+                    scraped_while_running += 1
+                await asyncio.sleep(0.02)
+            assert scraped_while_running >= 2
+            families = await scrape(server.url)
+            stats = cluster.stats("wc")
+            for cid, comp in stats["components"].items():
+                keys = ("acked", "errors") if cid == "__acker" else ("acked", "emitted",
+                                                                     "transferred", "errors")
+                for key in keys:
+                    assert sample(families, f"stormloop_tuples_{key}" if key != "errors"
+                                  else "stormloop_errors", topology="wc",
+                                  component=cid) == comp[key], (cid, key)
+            assert stats["components"]["sentences"]["acked"] == trees
+            assert sample(families, "stormloop_tuples_executed", topology="wc",
+                          component="count") == stats["components"]["count"]["executed"]
+        finally:
+            await server.close()
+
+
+async def test_every_family_is_prefixed_and_counters_end_in_total() -> None:
+    conf, topology = word_count(sentences=50, repeat=1)
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("wc", conf, topology)
+        await wait_until(lambda: cluster.finished("wc"))
+        server = await cluster.serve_http()
+        try:
+            families = await scrape(server.url)
+        finally:
+            await server.close()
+    for name, family in families.items():
+        assert name.startswith("stormloop_")
+        if family.type == "counter":
+            assert all(s.name.endswith(("_total", "_created")) for s in family.samples)
+        if "latency" in name:
+            assert name.endswith("_seconds") and family.type == "summary"
+    for needed in ("stormloop_tuples_emitted", "stormloop_tuples_transferred",
+                   "stormloop_tuples_executed", "stormloop_tuples_acked",
+                   "stormloop_tuples_failed", "stormloop_complete_latency_seconds",
+                   "stormloop_execute_latency_seconds", "stormloop_process_latency_seconds",
+                   "stormloop_pending_trees", "stormloop_spout_pending",
+                   "stormloop_in_flight_limit", "stormloop_capacity",
+                   "stormloop_queue_fill_ratio", "stormloop_errors"):
+        assert families[needed].samples, needed
+    words = 50 * 10
+    execute = [s for s in families["stormloop_execute_latency_seconds"].samples
+               if s.labels["component"] == "count" and s.name.endswith("_count")]
+    assert sum(s.value for s in execute) == words
+    quantiles = {s.labels.get("quantile") for s in
+                 families["stormloop_complete_latency_seconds"].samples}
+    assert {"0.5", "0.99"} <= quantiles
+    assert sample(families, "stormloop_in_flight_limit", topology="wc",
+                  component="sentences") == 500
+
+
+async def test_timeouts_explicit_fails_and_errors_have_their_own_reason() -> None:
+    spout = FeederSpout(["verdict", "n"])
+    verdicts = ["ok"] * 5 + ["fail"] * 3 + ["boom"] * 2 + ["hold"] * 4
+    for i, verdict in enumerate(verdicts):
+        spout.feed([verdict, i], msg_id=i)
+    async with LocalCluster() as cluster:
+        conf = Config({"topology.message.timeout.secs": 0.3})
+        await cluster.submit_topology("judged", conf, judged(spout))
+        server = await cluster.serve_http()
+        try:
+            await wait_until(lambda: len(spout.events) == len(verdicts), timeout=5)
+            families = await scrape(server.url)
+            stats = cluster.stats("judged")
+        finally:
+            await server.close()
+
+    def failed(reason: str) -> float:
+        return sample(families, "stormloop_tuples_failed", topology="judged",
+                      component="feed", reason=reason)
+
+    assert failed("timeout") == 4
+    assert failed("explicit") + failed("error") == 5
+    if "failed_error" in stats["components"]["feed"]:  # spouts counting fails by kind
+        assert (failed("explicit"), failed("error")) == (3, 2)
+    assert sample(families, "stormloop_tuples_acked", topology="judged", component="feed") == 5
+    assert sample(families, "stormloop_errors", topology="judged", component="judge") == 2
+
+
+async def test_kafka_partition_figures_come_from_metrics_and_a_broken_one_is_left_out(
+        caplog: Any) -> None:
+    b = TopologyBuilder()
+    spout = PartitionSpout()
+    b.set_spout("kafka", spout)
+    b.set_bolt("broken", BrokenMetrics()).shuffle_grouping("kafka")
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("k", Config(), b.create_topology())
+        server = await cluster.serve_http()
+        try:
+            with caplog.at_level(logging.WARNING, logger="engine.observe"):
+                families = await scrape(server.url)
+                await scrape(server.url)
+        finally:
+            await server.close()
+    labels = {"topology": "k", "component": "kafka", "task": "1", "topic": "sentences",
+              "partition": "0"}
+    assert sample(families, "stormloop_kafka_partition_lag", **labels) == 30
+    assert sample(families, "stormloop_kafka_committed_offset", **labels) == 90
+    assert sample(families, "stormloop_kafka_high_watermark", **labels) == 120
+    assert sample(families, "stormloop_kafka_failed_topic_records", component="kafka") == 2
+    assert sample(families, "stormloop_kafka_failed_topic_retries", component="kafka") == 1
+    warnings = [r for r in caplog.records if "metrics() failed" in r.getMessage()]
+    assert len(warnings) == 1  # throttled: two scrapes, one line
+    assert "'broken'" in warnings[0].getMessage()
+    assert "RuntimeError: no figures today" in warnings[0].getMessage()
