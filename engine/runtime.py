@@ -30,8 +30,8 @@ from engine.context import TopologyContext
 from engine.errors import TopologyError
 from engine.executor import BoltExecutor, BoltTask, SpoutExecutor, SpoutTask
 from engine.failure import FailReasons
-from engine.outbox import Outbox
 from engine.observe.figures import topology_stats
+from engine.outbox import Outbox
 from engine.queues import BatchQueue
 from engine.routing import routes_for
 from engine.stats import LatencyReservoir, TaskStats

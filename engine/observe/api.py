@@ -96,7 +96,7 @@ def bolt_json(stats: Mapping[str, Any], delta: Delta, cid: str,
             "lastError": _last_error(errors, cid)}
 
 
-def _topology_stats(stats: Mapping[str, Any], deltas: Mapping[str, Delta]) -> list[dict]:
+def _topology_stats(stats: Mapping[str, Any], deltas: Mapping[str, Delta]) -> list[dict[str, Any]]:
     spouts = [cid for cid, c in stats["components"].items() if c["kind"] == "spout"]
     users = [cid for cid, c in stats["components"].items() if c["kind"] != "acker"]
     out = []
