@@ -37,11 +37,11 @@ __all__ = [
 MODULES = (
     "engine.acker",
     "engine.collector",
+    "engine.deadlines",
     "engine.executor",
     "engine.grouping",
     "engine.queues",
     "engine.stats",
-    "engine.timer_wheel",
     "engine.tuples",
 )
 
