@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -13,6 +14,8 @@ __all__ = [
     "TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE",
     "TOPOLOGY_MAX_SPOUT_PENDING",
     "TOPOLOGY_MESSAGE_TIMEOUT_SECS",
+    "TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS",
+    "TOPOLOGY_STATE_DIR",
     "TOPOLOGY_STATS_SAMPLE_RATE",
     "TOPOLOGY_TICK_TUPLE_FREQ_SECS",
     "Config",
@@ -26,6 +29,8 @@ TOPOLOGY_TICK_TUPLE_FREQ_SECS = "topology.tick.tuple.freq.secs"
 TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE = "topology.executor.receive.buffer.size"
 TOPOLOGY_DEBUG = "topology.debug"
 TOPOLOGY_STATS_SAMPLE_RATE = "topology.stats.sample.rate"
+TOPOLOGY_STATE_DIR = "topology.state.dir"
+TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS = "topology.state.checkpoint.interval.ms"
 
 DEFAULTS: dict[str, Any] = {
     TOPOLOGY_MESSAGE_TIMEOUT_SECS: 30,
@@ -36,6 +41,8 @@ DEFAULTS: dict[str, Any] = {
     TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE: 64,
     TOPOLOGY_DEBUG: False,
     TOPOLOGY_STATS_SAMPLE_RATE: 0.05,
+    TOPOLOGY_STATE_DIR: ".stormloop-state",
+    TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: 1000,
 }
 
 
@@ -82,6 +89,9 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
     TOPOLOGY_STATS_SAMPLE_RATE: (
         lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1,
         "a number from 0 to 1", False),
+    TOPOLOGY_STATE_DIR: (lambda v: isinstance(v, str | os.PathLike) and str(v) != "",
+                         "a directory path", False),
+    TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: (_int_at_least(1), "an int of ms >= 1", False),
 }
 
 

@@ -200,7 +200,7 @@ class TopologyBuilder:
     def create_topology(self) -> Topology:
         """A validated ``Topology``; raises ``TopologyError`` naming the component and problem."""
         components: dict[str, ComponentDef] = {}
-        for d in sorted(self._defs, key=lambda d: not d.is_spout):
+        for d in sorted(_with_executors(self._defs), key=lambda d: not d.is_spout):
             _check_component(d, components)
             components[d.id] = d
         for d in components.values():
@@ -211,6 +211,16 @@ class TopologyBuilder:
             raise TopologyError(
                 f"topology: {spout_tasks} spout tasks; at most {MAX_SPOUT_TASKS} are supported")
         return Topology(components)
+
+
+def _with_executors(defs: list[ComponentDef]) -> list[ComponentDef]:
+    """The definitions with windowed bolts in their executors and, when a bolt is stateful,
+    checkpointing wired in; the builder's own definitions stay as declared."""
+    # Imported here: both packages build on this module.
+    from engine.state.wiring import wire_checkpoints
+    from engine.windowing.wiring import wrap_windowed
+
+    return wire_checkpoints([wrap_windowed(d) for d in defs])
 
 
 def _check_component(d: ComponentDef, seen: dict[str, ComponentDef]) -> None:
