@@ -25,6 +25,7 @@ class KeyValueState:
         self.store = store
         self.namespace = namespace
         self._changes: dict[Any, Any] = {}
+        self._prepared_txid: int | None = None
         self.committed_txid, self._live = store.load(namespace)
 
     def get(self, key: Any, default: Any = None) -> Any:
@@ -54,6 +55,7 @@ class KeyValueState:
         """Save the changes since the last prepare, for the commit of ``txid``."""
         self.store.prepare(self.namespace, txid, self._changes)
         self._changes = {}
+        self._prepared_txid = txid
 
     def commit(self, txid: int | None = None) -> None:
         """Commit ``txid``'s prepared changes; with no txid, write every change at once."""
@@ -62,12 +64,23 @@ class KeyValueState:
             self._changes = {}
             return
         self.store.commit(self.namespace, txid)
-        self.committed_txid = max(txid, self.committed_txid or txid)
+        if self._prepared_txid != txid:
+            # Prepared before a restart: the committed map changed under this live map.
+            _, self._live = self.store.load(self.namespace)
+            for key, value in self._changes.items():
+                if value is DELETED:
+                    self._live.pop(key, None)
+                else:
+                    self._live[key] = value
+        self._prepared_txid = None
+        self.committed_txid = txid if self.committed_txid is None else max(
+            txid, self.committed_txid)
 
     def rollback(self) -> None:
         """Forget what was not committed: the live map becomes the committed one."""
         self.store.rollback(self.namespace)
         self._changes = {}
+        self._prepared_txid = None
         self.committed_txid, self._live = self.store.load(self.namespace)
 
     def __repr__(self) -> str:
