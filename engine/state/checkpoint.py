@@ -150,6 +150,11 @@ class CheckpointSpout(Spout):
                         self.current.state)
         self.recovering = True
 
+    def exhausted(self) -> bool:
+        """Always: checkpoints never keep a finite topology open. Once the user's spouts are
+        exhausted and nothing is pending (held acks need their commit first), it is done."""
+        return True
+
     def close(self) -> None:
         store = getattr(self, "store", None)
         if store is not None:
