@@ -156,7 +156,7 @@ async def test_restart_in_committing_commits(tmp_path: Path) -> None:
 async def test_the_interval_must_be_below_the_message_timeout(tmp_path: Path) -> None:
     conf = {"topology.state.dir": str(tmp_path), "topology.message.timeout.secs": 1,
             "topology.state.checkpoint.interval.ms": 1000}
-    with pytest.raises(ConfigError, match="'topology.state.checkpoint.interval.ms' = 1000 "
-                                          "must be below 'topology.message.timeout.secs'"):
+    with pytest.raises(ConfigError, match=r"'topology\.state\.checkpoint\.interval\.ms' = 1000 "
+                                          r"must be below 'topology\.message\.timeout\.secs'"):
         CheckpointSpout().open(conf, context("$checkpointspout", 1, {}, [], conf),
                                SpoutRecorder())

@@ -136,7 +136,7 @@ async def test_prepare_before_init_state_fails_the_checkpoint(tmp_path: Path) ->
 
 
 async def test_unanchored_emits_are_refused(tmp_path: Path) -> None:
-    ex, out = await started(tmp_path, Count(anchored=False))
+    ex, _out = await started(tmp_path, Count(anchored=False))
     await ex.execute(checkpoint(-1, INITSTATE))
     with pytest.raises(ValueError, match=r"^bolt 'count': bolts in a stateful topology must "
                                          r"emit anchored tuples"):
@@ -166,7 +166,7 @@ async def test_recovery_from_committing_commits_the_prepared_state(tmp_path: Pat
     await ex.execute(word("a"))
     await ex.execute(checkpoint(0, PREPARE))
     await ex.cleanup()  # killed before COMMIT 0 arrived
-    again, out = await started(tmp_path)
+    again, _out = await started(tmp_path)
     assert dict(again.state) == {}
     await again.execute(checkpoint(0, COMMIT))  # the spout recovers: COMMIT, then INITSTATE
     await again.execute(checkpoint(0, INITSTATE))
@@ -181,7 +181,7 @@ async def test_recovery_from_preparing_rolls_the_prepared_state_back(tmp_path: P
     await ex.execute(word("a"))
     await ex.execute(checkpoint(0, PREPARE))
     await ex.cleanup()
-    again, out = await started(tmp_path)
+    again, _out = await started(tmp_path)
     await again.execute(checkpoint(0, ROLLBACK))
     await again.execute(checkpoint(-1, INITSTATE))
     assert dict(again.bolt.state) == {}

@@ -4,63 +4,19 @@ by no more than what was processed after the last commit."""
 from __future__ import annotations
 
 import importlib
-from collections import Counter, deque
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from engine import Config, LocalCluster, Spout, TopologyBuilder
+from engine import Config, LocalCluster, TopologyBuilder
 from engine.state.store import SqliteStateStore, state_path
 from engine.testing import wait_until
+from tests.state.helpers import DurableLog, LogSpout
 
 example = importlib.import_module("topologies.stateful_word_count")
 
 WORDS = "the quick brown fox jumps over the lazy dog and the cow jumped over the moon".split()
 SENTENCES = [" ".join(WORDS[i % 7: i % 7 + 2 + i % 5]) for i in range(400)]
-
-
-class DurableLog:
-    """A replayable source that outlives topologies: sentences by offset, and which offsets
-    were acked (a Kafka topic and its committed offsets, in miniature)."""
-
-    def __init__(self, sentences: list[str]) -> None:
-        self.sentences = sentences
-        self.acked: set[int] = set()
-
-
-class LogSpout(Spout):
-    """Emits every offset of the log not acked yet; replays failed ones."""
-
-    def __init__(self, log: DurableLog) -> None:
-        self.log = log
-
-    def declare_output_fields(self, declarer: Any) -> None:
-        declarer.declare(["offset", "value"])
-
-    def open(self, conf: Any, context: Any, collector: Any) -> None:
-        self.collector = collector
-        self.position = 0
-        self.replay: deque[int] = deque()
-
-    def next_tuple(self) -> None:
-        if self.replay:
-            offset = self.replay.popleft()
-        else:
-            while self.position in self.log.acked:
-                self.position += 1
-            if self.position >= len(self.log.sentences):
-                return
-            offset = self.position
-            self.position += 1
-        self.collector.emit([offset, self.log.sentences[offset]], msg_id=offset)
-
-    def ack(self, msg_id: int) -> None:
-        self.log.acked.add(msg_id)
-
-    def fail(self, msg_id: int) -> None:
-        self.replay.append(msg_id)
-
-    def exhausted(self) -> bool:
-        return not self.replay and self.position >= len(self.log.sentences)
 
 
 class TaggedSplit(example.SplitSentence):
