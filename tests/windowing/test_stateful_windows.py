@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from engine import Config, LocalCluster, TopologyBuilder, TopologyError
-from engine.state import KeyValueState
+from engine.state import KeyValueState, StatefulBolt
+from engine.state.store import SqliteStateStore, state_path
 from engine.testing import wait_until
-from engine.windowing import BaseStatefulWindowedBolt, Count, TupleWindow
+from engine.windowing import BaseStatefulWindowedBolt, BaseWindowedBolt, Count, TupleWindow
 from tests.state.helpers import DurableLog, LogSpout
 
 
@@ -84,3 +85,45 @@ def test_a_stateful_window_needs_a_message_id_field() -> None:
     with pytest.raises(TopologyError, match=r"^bolt 'sum': a stateful windowed bolt needs "
                                             r"with_message_id_field"):
         b.create_topology()
+
+
+class PairSum(BaseWindowedBolt):
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["sum"])
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def execute(self, window: TupleWindow) -> None:
+        self.collector.emit([sum(t["value"] for t in window.get())])
+
+
+class Total(StatefulBolt):
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def init_state(self, state: KeyValueState) -> None:
+        self.state = state
+
+    def execute(self, tup: Any) -> None:
+        self.state.put("total", self.state.get("total", 0) + tup["sum"])
+        self.collector.ack(tup)
+
+
+async def test_a_plain_window_feeding_a_stateful_bolt(tmp_path: Path) -> None:
+    """The window's inputs complete only once the stateful bolt committed their sums."""
+    conf = Config({"topology.state.dir": str(tmp_path),
+                   "topology.state.checkpoint.interval.ms": 20})
+    log = DurableLog([1, 2, 3, 4, 5, 6])
+    b = TopologyBuilder()
+    b.set_spout("numbers", LogSpout(log))
+    b.set_bolt("pairs", PairSum().with_tumbling_window(Count(2))).shuffle_grouping("numbers")
+    b.set_bolt("total", Total()).shuffle_grouping("pairs")
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("pairs", conf, b.create_topology())
+        await wait_until(lambda: log.acked == {0, 1, 2, 3})  # 4, 5 are still in the window
+        await cluster.kill_topology("pairs")
+    state = SqliteStateStore(state_path(conf).resolve())
+    _, committed = state.load("pairs/total-4")  # task ids: checkpoint spout 1, numbers 2, pairs 3
+    state.close()
+    assert committed["total"] >= 1 + 2 + 3 + 4
