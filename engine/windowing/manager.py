@@ -122,8 +122,21 @@ class WindowManager:
 
         Events are asked once each, in arrival order. A partial scan stops at the first event
         that does not expire; a full one goes on past ``KEEP`` (out-of-order events may still
-        expire behind it) and stops at ``STOP``.
+        expire behind it) and stops at ``STOP``. Time policies answer by thresholds on the
+        timestamp, which the loop applies without a call per event.
         """
+        thresholds = getattr(self.eviction, "thresholds", None)
+        if thresholds is not None:
+            expired, window = self._scan_times(full, *thresholds(self._now))
+        else:
+            expired, window = self._scan_calls(full)
+        self._since_expiry = 0
+        if expired:
+            self._expired.extend(expired)
+            self.outputs.append(Expired(expired))
+        return window
+
+    def _scan_calls(self, full: bool) -> tuple[list[Any], list[Event]]:
         evict, now, queue = self.eviction.evict, self._now, self.queue
         expired: list[Any] = []
         window: list[Event] = []
@@ -151,11 +164,33 @@ class WindowManager:
                     window.append(ev)
             if removed:
                 self.queue = deque(kept)
-        self._since_expiry = 0
-        if expired:
-            self._expired.extend(expired)
-            self.outputs.append(Expired(expired))
-        return window
+        return expired, window
+
+    def _scan_times(self, full: bool, expire_to: int, keep_after: int,
+                    stop_after: int) -> tuple[list[Any], list[Event]]:
+        queue = self.queue
+        expired: list[Any] = []
+        window: list[Event] = []
+        while queue and queue[0].ts <= expire_to and queue[0].ts <= stop_after:
+            expired.append(queue.popleft().item)
+        if full and queue:
+            kept: list[Event] = []
+            removed = False
+            for i, ev in enumerate(queue):
+                ts = ev.ts
+                if ts > stop_after:
+                    kept.extend(islice(queue, i, None))
+                    break
+                if ts <= expire_to:
+                    expired.append(ev.item)
+                    removed = True
+                    continue
+                kept.append(ev)
+                if ts <= keep_after:
+                    window.append(ev)
+            if removed:
+                self.queue = deque(kept)
+        return expired, window
 
     # -- queries of the watermark triggers -----------------------------------------------
 

@@ -139,6 +139,12 @@ class TimeEviction:
             return KEEP
         return PROCESS
 
+    def thresholds(self, now: int) -> tuple[int, int, int]:
+        """The same rule as ``evict``, as timestamps: events stamped at or before the first
+        expire, after the third stop the scan, after the second stay; others are in."""
+        ref = now if self.context is None else self.context.reference_time
+        return ref - self.length - self.delta, ref, _FAR
+
     def set_context(self, context: EvictionContext) -> None:
         prev, self.context = self.context, context
         if context.sliding_interval is not None:
@@ -176,9 +182,18 @@ class WatermarkTimeEviction(TimeEviction):
             return KEEP
         return super().evict(event, now)
 
+    def thresholds(self, now: int) -> tuple[int, int, int]:
+        if self.context is None:
+            return -_FAR, -_FAR, -_FAR  # hold everything until the first watermark
+        ref = self.context.reference_time
+        # Here an event from the future stays even when a negative drift would expire it.
+        return min(ref - self.length - self.delta, ref), ref, ref + self.lag
+
 
 class WatermarkCountEviction:
     """Event-time count windows: the last ``threshold`` events at or before the reference."""
+
+    counts_events = True  # its trigger must pass the count of events up to the reference
 
     def __init__(self, threshold: int) -> None:
         self.threshold = threshold
@@ -283,8 +298,9 @@ class WatermarkTimeTrigger:
         if not self.started or watermark_ts is None:
             return
         end = self.next_window_end
+        counts = getattr(self.eviction, "counts_events", False)
         while end <= watermark_ts:
-            count = self.manager.event_count(end)
+            count = self.manager.event_count(end) if counts else None
             self.eviction.set_context(EvictionContext(end, current_count=count))
             if self.manager.on_trigger():
                 end += self.slide

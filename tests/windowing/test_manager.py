@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from engine.windowing.manager import EXPIRE_EVENTS_THRESHOLD
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.windowing.manager import EXPIRE_EVENTS_THRESHOLD, WindowManager
+from engine.windowing.policies import (
+    CountTrigger,
+    EvictionContext,
+    TimeEviction,
+    WatermarkTimeEviction,
+)
 from engine.windowing.spec import Count, Duration
 from tests.windowing.helpers import Driver
 
@@ -113,3 +124,29 @@ def test_queue_is_compacted_between_evaluations() -> None:
     assert d.windows() == []
     assert len(d.expired) >= EXPIRE_EVENTS_THRESHOLD * 5 - 10 - EXPIRE_EVENTS_THRESHOLD
     assert d.expired == list(range(len(d.expired)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 3000), max_size=60), st.lists(st.integers(0, 4000), max_size=8),
+       st.booleans())
+def test_time_thresholds_agree_with_the_per_event_rule(stamps: list[int], refs: list[int],
+                                                       watermark: bool) -> None:
+    """The threshold scan of time policies decides exactly as their ``evict``."""
+    def run(by_thresholds: bool) -> list[Any]:
+        eviction: Any = (WatermarkTimeEviction(1000, 200) if watermark
+                         else TimeEviction(1000))
+        manager = WindowManager(eviction, lambda m, e: CountTrigger(10**9, m, e))
+        if not by_thresholds:
+            manager._scan_times = None  # type: ignore[assignment]
+            eviction.thresholds = None
+        for i, ts in enumerate(stamps):
+            manager.add(i, ts, now=ts)
+        seen = []
+        for ref in refs:
+            eviction.set_context(EvictionContext(ref, sliding_interval=500))
+            manager.on_trigger()
+            seen.append([(type(o).__name__, getattr(o, "items", None)) for o in
+                         manager.take_outputs()])
+        return seen
+
+    assert run(True) == run(False)
