@@ -104,8 +104,10 @@ def build(conf: Config) -> Topology:
                        **options)
     builder = TopologyBuilder()
     builder.set_spout("sentences", spout)
-    builder.set_bolt("split", SplitWords(), 2).shuffle_grouping("sentences")
-    # One task: the window sees every word, and the watermark every partition's progress.
+    # One task each: the watermark follows the latest timestamp per input stream, so the
+    # words must reach the window in the order of their records; two split tasks would
+    # interleave a burst by more than the lag and make words late.
+    builder.set_bolt("split", SplitWords()).shuffle_grouping("sentences")
     builder.set_bolt("window", window_bolt(conf)).shuffle_grouping("split")
     builder.set_bolt("counts", KafkaBolt(str(conf["kafka.counts.topic"]), bootstrap,
                                          key_field="word", value_field="counts",
