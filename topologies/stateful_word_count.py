@@ -18,8 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from connectors.kafka import KafkaBolt, KafkaSpout
-from engine import BasicBolt, Config, Topology, TopologyBuilder
+from engine import Config, Topology, TopologyBuilder
 from engine.state import KeyValueState, StatefulBolt
+from topologies.kafka_word_count import SplitSentence, consumer_options
+
+__all__ = ["CONF", "SplitSentence", "StatefulWordCount", "build"]
 
 CONF: dict[str, Any] = {
     "kafka.bootstrap.servers": "127.0.0.1:9092",
@@ -32,20 +35,6 @@ CONF: dict[str, Any] = {
     "topology.max.spout.pending": 5000,
     "topology.message.timeout.secs": 30,
 }
-
-CONSUMER_PREFIX = "kafka.consumer."
-
-
-class SplitSentence(BasicBolt):
-    """One ``word`` tuple per whitespace-separated word, anchored to the sentence."""
-
-    def declare_output_fields(self, declarer: Any) -> None:
-        declarer.declare(["word"])
-
-    def execute(self, tup: Any, collector: Any) -> None:
-        for word in (tup["value"] or "").split():
-            collector.emit([word.lower()])
-
 
 class StatefulWordCount(StatefulBolt):
     """Counts words in its checkpointed state; emits ``(word, count so far)``, anchored."""
@@ -70,12 +59,10 @@ class StatefulWordCount(StatefulBolt):
 def build(conf: Config) -> Topology:
     """The topology for ``conf`` (keys and defaults in ``CONF``)."""
     bootstrap = str(conf["kafka.bootstrap.servers"])
-    options = {key[len(CONSUMER_PREFIX):]: value for key, value in conf.items()
-               if key.startswith(CONSUMER_PREFIX)}
     spout = KafkaSpout(str(conf["kafka.sentences.topic"]), bootstrap,
                        str(conf["kafka.group.id"]), fields=("key", "value"),
                        commit_interval_secs=float(conf["kafka.commit.interval.secs"]),
-                       **options)
+                       **consumer_options(conf))
     builder = TopologyBuilder()
     builder.set_spout("sentences", spout)
     builder.set_bolt("split", SplitSentence(), 2).shuffle_grouping("sentences")

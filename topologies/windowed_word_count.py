@@ -22,6 +22,7 @@ from typing import Any
 from connectors.kafka import KafkaBolt, KafkaSpout
 from engine import BasicBolt, Bolt, Config, Topology, TopologyBuilder
 from engine.windowing import BaseWindowedBolt, Duration, TupleWindow
+from topologies.kafka_word_count import consumer_options
 
 CONF: dict[str, Any] = {
     "kafka.bootstrap.servers": "127.0.0.1:9092",
@@ -37,7 +38,6 @@ CONF: dict[str, Any] = {
     "topology.message.timeout.secs": 30,
 }
 
-CONSUMER_PREFIX = "kafka.consumer."
 LATE_STREAM = "late"
 
 log = logging.getLogger("topologies.windowed_word_count")
@@ -96,12 +96,10 @@ def window_bolt(conf: Mapping[str, Any]) -> WindowedWordCount:
 def build(conf: Config) -> Topology:
     """The topology for ``conf`` (keys and defaults in ``CONF``)."""
     bootstrap = str(conf["kafka.bootstrap.servers"])
-    options = {key[len(CONSUMER_PREFIX):]: value for key, value in conf.items()
-               if key.startswith(CONSUMER_PREFIX)}
     spout = KafkaSpout(str(conf["kafka.sentences.topic"]), bootstrap,
                        str(conf["kafka.group.id"]), fields=("value", "timestamp"),
                        commit_interval_secs=float(conf["kafka.commit.interval.secs"]),
-                       **options)
+                       **consumer_options(conf))
     builder = TopologyBuilder()
     builder.set_spout("sentences", spout)
     # One task each: the watermark follows the latest timestamp per input stream, so the

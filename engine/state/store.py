@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
 
 from engine.config import TOPOLOGY_STATE_DIR
+from engine.transactional.state import connect
 
 __all__ = ["DELETED", "SqliteStateStore", "StateStore", "decode_key", "open_store",
            "release_store", "state_path"]
@@ -104,11 +106,7 @@ class SqliteStateStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(path, isolation_level=None, timeout=30,
-                                     check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn = connect(path)
         self._conn.executescript(_SCHEMA)
         self.users = 0
 
@@ -167,22 +165,20 @@ class SqliteStateStore:
         conn.execute("DELETE FROM prepared WHERE ns = ?", (ns,))
         conn.execute("DELETE FROM prepared_kv WHERE ns = ?", (ns,))
 
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self._conn)
+    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return _transaction(self._conn)
 
 
-class _Transaction:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error) on an autocommit connection."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
-        return self.conn
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One SQLite transaction on an autocommit connection, rolled back if the block raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 _shared: dict[Path, SqliteStateStore] = {}

@@ -227,41 +227,43 @@ class WatermarkCountEviction:
         self.processed = 0
 
 
-class CountTrigger:
-    """Fires every ``count`` events, with the reference time ``now``."""
+class _Trigger:
+    """What every trigger holds: its period (events or ms), the manager, the eviction."""
 
-    def __init__(self, count: int, manager: WindowManager, eviction: EvictionPolicy) -> None:
-        self.count = count
-        self.current = 0
+    def __init__(self, every: int, manager: WindowManager, eviction: EvictionPolicy) -> None:
+        self.every = every
         self.manager = manager
         self.eviction = eviction
         self.started = False
 
+    def reset(self) -> None:
+        pass
+
+    def start(self) -> None:
+        self.started = True
+
+
+class CountTrigger(_Trigger):
+    """Fires every ``every`` events, with the reference time ``now``."""
+
+    current = 0
+
     def track(self, watermark_ts: int | None, now: int) -> None:
         if self.started and watermark_ts is None:
             self.current += 1
-            if self.current >= self.count:
+            if self.current >= self.every:
                 self.eviction.set_context(EvictionContext(now))
                 self.manager.on_trigger()
 
     def reset(self) -> None:
         self.current = 0
 
-    def start(self) -> None:
-        self.started = True
 
-
-class TimeTrigger:
-    """Fires when the executor's timer calls ``fire(now)``, every ``interval`` ms.
+class TimeTrigger(_Trigger):
+    """Fires when the executor's timer calls ``fire(now)``, every ``every`` ms.
 
     The reference is ``now - 1``: a tuple stamped ``now`` may still be on its way in.
     """
-
-    def __init__(self, interval: int, manager: WindowManager, eviction: EvictionPolicy) -> None:
-        self.interval = interval
-        self.manager = manager
-        self.eviction = eviction
-        self.started = False
 
     def track(self, watermark_ts: int | None, now: int) -> None:
         pass
@@ -269,76 +271,48 @@ class TimeTrigger:
     def fire(self, now: int) -> None:
         """Evaluate the window ending at ``now - 1``."""
         if self.started:
-            self.eviction.set_context(EvictionContext(now - 1, sliding_interval=self.interval))
+            self.eviction.set_context(EvictionContext(now - 1, sliding_interval=self.every))
             self.manager.on_trigger()
 
-    def reset(self) -> None:
-        pass
 
-    def start(self) -> None:
-        self.started = True
-
-
-class WatermarkTimeTrigger:
+class WatermarkTimeTrigger(_Trigger):
     """Event-time sliding windows: on a watermark ``W`` evaluate every window ending <= W.
 
-    Window ends are aligned to the slide. An empty window does not advance by one slide but
-    jumps to the first aligned end after the next event, so that a gap in the data costs
-    nothing (the doc's 6:00 → 8:00 example).
+    Window ends are aligned to the slide (``every`` ms). An empty window does not advance by
+    one slide but jumps to the first aligned end after the next event, so that a gap in the
+    data costs nothing (the doc's 6:00 → 8:00 example).
     """
 
-    def __init__(self, slide: int, manager: WindowManager, eviction: EvictionPolicy) -> None:
-        self.slide = slide
-        self.manager = manager
-        self.eviction = eviction
-        self.next_window_end = 0
-        self.started = False
+    next_window_end = 0
 
     def track(self, watermark_ts: int | None, now: int) -> None:
         if not self.started or watermark_ts is None:
             return
-        end = self.next_window_end
+        end, slide = self.next_window_end, self.every
         counts = getattr(self.eviction, "counts_events", False)
         while end <= watermark_ts:
             count = self.manager.event_count(end) if counts else None
             self.eviction.set_context(EvictionContext(end, current_count=count))
             if self.manager.on_trigger():
-                end += self.slide
+                end += slide
             else:
                 nxt = self.manager.earliest_event_ts(end, watermark_ts)
                 if nxt is None:
                     break
-                end = nxt if nxt % self.slide == 0 else nxt + self.slide - nxt % self.slide
+                end = nxt if nxt % slide == 0 else nxt + slide - nxt % slide
         self.next_window_end = end
 
-    def reset(self) -> None:
-        pass
 
-    def start(self) -> None:
-        self.started = True
+class WatermarkCountTrigger(_Trigger):
+    """Event-time count slides: on a watermark, fire at every ``every``-th event up to it."""
 
-
-class WatermarkCountTrigger:
-    """Event-time count slides: on a watermark, fire at every ``count``-th event up to it."""
-
-    def __init__(self, count: int, manager: WindowManager, eviction: EvictionPolicy) -> None:
-        self.count = count
-        self.manager = manager
-        self.eviction = eviction
-        self.last_processed = 0
-        self.started = False
+    last_processed = 0
 
     def track(self, watermark_ts: int | None, now: int) -> None:
         if not self.started or watermark_ts is None:
             return
         for ts in self.manager.sliding_count_timestamps(self.last_processed, watermark_ts,
-                                                        self.count):
-            self.eviction.set_context(EvictionContext(ts, sliding_count=self.count))
+                                                        self.every):
+            self.eviction.set_context(EvictionContext(ts, sliding_count=self.every))
             self.manager.on_trigger()
             self.last_processed = ts
-
-    def reset(self) -> None:
-        pass
-
-    def start(self) -> None:
-        self.started = True

@@ -97,17 +97,19 @@ def check_limits(name: str, spec: WindowSpec, conf: Mapping[str, Any]) -> None:
     counts = [p.value for p in (spec.length, spec.slide) if isinstance(p, Count)]
     timeout_ms = round(float(conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS]) * 1000)
     if durations and sum(durations) > timeout_ms:
-        what = "length + slide" if len(durations) == 2 else (
-            "length" if isinstance(spec.length, Duration) else "slide")
         raise TopologyError(
-            f"{name}: window {what} is {sum(durations) / 1000:g} s, more than "
-            f"{TOPOLOGY_MESSAGE_TIMEOUT_SECS} = {timeout_ms / 1000:g} s; tuples would time "
-            f"out while still in the window")
+            f"{name}: window {_parts(spec, Duration)} is {sum(durations) / 1000:g} s, more "
+            f"than {TOPOLOGY_MESSAGE_TIMEOUT_SECS} = {timeout_ms / 1000:g} s; tuples would "
+            f"time out while still in the window")
     pending = conf.get(TOPOLOGY_MAX_SPOUT_PENDING)
     if counts and pending is not None and sum(counts) > pending:
-        what = "length + slide" if len(counts) == 2 else (
-            "length" if isinstance(spec.length, Count) else "slide")
         raise TopologyError(
-            f"{name}: window {what} is {sum(counts)} tuples, more than "
+            f"{name}: window {_parts(spec, Count)} is {sum(counts)} tuples, more than "
             f"{TOPOLOGY_MAX_SPOUT_PENDING} = {pending}; the spout would stop before the "
             f"window fills")
+
+
+def _parts(spec: WindowSpec, kind: type) -> str:
+    """Which of length and slide are of ``kind``, as the error names them."""
+    length, slide = isinstance(spec.length, kind), isinstance(spec.slide, kind)
+    return "length + slide" if length and slide else ("length" if length else "slide")
