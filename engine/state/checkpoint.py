@@ -34,7 +34,7 @@ from engine.components import Spout
 from engine.config import TOPOLOGY_MESSAGE_TIMEOUT_SECS, TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS
 from engine.errors import ConfigError
 from engine.state.kv import KeyValueState
-from engine.state.store import open_store, release_store
+from engine.state.store import SqliteStateStore, open_store, release_store
 
 __all__ = [
     "CHECKPOINT_COMPONENT",
@@ -102,7 +102,7 @@ class CheckpointSpout(Spout):
                               f"({timeout_ms:g} ms)")
         self.collector = collector
         self.interval = interval / 1000
-        self.store = open_store(conf)
+        self.store: SqliteStateStore | None = open_store(conf)
         ns = f"{context.topology_name}/{context.component_id}-{context.task_id}"
         self.saved = KeyValueState(self.store, ns)
         raw = self.saved.get(TX_STATE_KEY)

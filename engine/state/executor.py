@@ -35,7 +35,7 @@ from engine.state.checkpoint import (
     ROLLBACK,
 )
 from engine.state.kv import KeyValueState
-from engine.state.store import open_store, release_store
+from engine.state.store import SqliteStateStore, open_store, release_store
 from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
 
@@ -188,7 +188,7 @@ class StatefulBoltExecutor(_CheckpointAware):
         self.pending: list[Tuple] = []
         self.prepared: list[Tuple] = []
         await caller(self.bolt.prepare)(conf, context, self.collector)
-        self.store = open_store(conf)
+        self.store: SqliteStateStore | None = open_store(conf)
         namespace = f"{context.topology_name}/{context.component_id}-{context.task_id}"
         self.state = KeyValueState(self.store, namespace)
 

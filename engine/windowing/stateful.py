@@ -19,7 +19,7 @@ from engine.components import caller
 from engine.errors import TopologyError
 from engine.state.bolt import StatefulBolt
 from engine.state.kv import KeyValueState
-from engine.state.store import open_store, release_store
+from engine.state.store import SqliteStateStore, open_store, release_store
 from engine.windowing.bolt import BaseWindowedBolt
 from engine.windowing.executor import CHECKPOINT_STREAM, AsyncWindowedBoltExecutor
 from engine.windowing.manager import Activation
@@ -67,6 +67,11 @@ class StatefulWindowedBoltExecutor(AsyncWindowedBoltExecutor, StatefulBolt):
             raise TopologyError(f"bolt {component_id!r}: a stateful windowed bolt needs "
                                 f"with_message_id_field(...)")
 
+    @property
+    def _stateful(self) -> BaseStatefulWindowedBolt:
+        assert isinstance(self.bolt, BaseStatefulWindowedBolt)
+        return self.bolt
+
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
                       collector: Any) -> None:
         self.context = context
@@ -74,7 +79,7 @@ class StatefulWindowedBoltExecutor(AsyncWindowedBoltExecutor, StatefulBolt):
         self.recovery: dict[_Key, tuple[int | None, int | None]] = {}
         self.held: list[Tuple] = []
         self.pre_prepared = False
-        self.store = open_store(conf)
+        self.store: SqliteStateStore | None = open_store(conf)
         ns = f"{context.topology_name}/{context.component_id}-{context.task_id}-window"
         self.stream_state = KeyValueState(self.store, ns)
         await super().prepare(conf, context, collector)
@@ -128,15 +133,16 @@ class StatefulWindowedBoltExecutor(AsyncWindowedBoltExecutor, StatefulBolt):
                 msg_id = self._msg_id(tup)
                 if entry[slot] is None or msg_id > entry[slot]:  # type: ignore[operator]
                     entry[slot] = msg_id
-        for key, (expired, evaluated) in updates.items():
-            cur = self.stream_state.get(key) or [None, None]
-            self.stream_state.put(key, [_max(cur[0], expired), _max(cur[1], evaluated)])
+        for task_stream, (expired, evaluated) in updates.items():
+            cur = self.stream_state.get(task_stream) or [None, None]
+            self.stream_state.put(task_stream,
+                                  [_max(cur[0], expired), _max(cur[1], evaluated)])
 
     async def init_state(self, state: KeyValueState) -> None:
         """The user's ``init_state``, then what to skip or refill from the saved ids."""
         if self.initialized:
             return
-        await caller(self.bolt.init_state)(state)
+        await caller(self._stateful.init_state)(state)
         for component, stream in self.context.this_sources():
             if stream == CHECKPOINT_STREAM:
                 continue
@@ -151,16 +157,16 @@ class StatefulWindowedBoltExecutor(AsyncWindowedBoltExecutor, StatefulBolt):
         if self.initialized and not self.recovery:
             self.stream_state.prepare_commit(txid)
             self.pre_prepared = True
-        await caller(self.bolt.pre_prepare)(txid)
+        await caller(self._stateful.pre_prepare)(txid)
 
     async def pre_commit(self, txid: int) -> None:
         if not self.initialized or (not self.recovery and self.pre_prepared):
             self.stream_state.commit(txid)
-        await caller(self.bolt.pre_commit)(txid)
+        await caller(self._stateful.pre_commit)(txid)
 
     async def pre_rollback(self) -> None:
         self.stream_state.rollback()
-        await caller(self.bolt.pre_rollback)()
+        await caller(self._stateful.pre_rollback)()
 
     async def cleanup(self) -> None:
         await super().cleanup()
