@@ -107,21 +107,23 @@ def windowed_run(n: int, rate: int) -> tuple[float, float]:
     return float(rate_s), float(rss)
 
 
-def window_bytes_per_tuple(size: int) -> float:
-    """tracemalloc bytes the window manager holds per tuple, at ``size`` tuples."""
+def window_bytes_per_tuple(size: int) -> tuple[float, float]:
+    """tracemalloc bytes per tuple at ``size`` tuples in the window: the window's own records,
+    and those plus the tuples (values, ids) they hold."""
     src = Source("words", 1, "default", Fields(["word", "ts"]))
-    tuples = [Tuple([VOCABULARY[i % 997], i], src, 2, i + 1, i + 1) for i in range(size)]
     spec = WindowSpec(LENGTH, SLIDE, timestamp_field="ts")
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
+    tuples = [Tuple([VOCABULARY[i % 997], i], src, 2, i + 1, i + 1) for i in range(size)]
+    made = tracemalloc.get_traced_memory()[0]
     manager = build_manager(spec)
     manager.start()
     for i, tup in enumerate(tuples):
         manager.add(tup, i, i)
-    held = tracemalloc.get_traced_memory()[0] - base
+    held = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
     assert len(manager.queue) == size
-    return held / size
+    return (held - made) / size, (held - base) / size
 
 
 def main() -> None:
@@ -144,9 +146,10 @@ def main() -> None:
         per_sec, rss = windowed_run(n, rate)
         print(f"  window of ~{rate * 10:>7,} tuples      {per_sec:>12,.0f} tuples/s "
               f"(x{words / per_sec:.1f} slower), peak RSS {rss:,.0f} MB")
-    for size in (10_000, 100_000):
-        print(f"  window manager holding {size:>7,} tuples: "
-              f"{window_bytes_per_tuple(size):.0f} bytes per tuple (tuples included)")
+    for size in (10_000, 100_000, 1_000_000):
+        own, total = window_bytes_per_tuple(size)
+        print(f"  window holding {size:>9,} tuples: {own:.0f} bytes per tuple for the window's "
+              f"records, {total:.0f} with the tuples themselves")
 
 
 if __name__ == "__main__":

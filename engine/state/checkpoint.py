@@ -31,7 +31,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.components import Spout
-from engine.config import TOPOLOGY_MESSAGE_TIMEOUT_SECS, TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS
+from engine.config import (
+    TOPOLOGY_ACKER_EXECUTORS,
+    TOPOLOGY_MESSAGE_TIMEOUT_SECS,
+    TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS,
+)
 from engine.errors import ConfigError
 from engine.state.kv import KeyValueState
 from engine.state.store import SqliteStateStore, open_store, release_store
@@ -94,6 +98,9 @@ class CheckpointSpout(Spout):
         declarer.declare(list(CHECKPOINT_FIELDS), stream=CHECKPOINT_STREAM)
 
     def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        if not conf.get(TOPOLOGY_ACKER_EXECUTORS):
+            raise ConfigError(f"config {TOPOLOGY_ACKER_EXECUTORS!r} is 0; stateful bolts need "
+                              f"ackers: a checkpoint completes when every bolt acked it")
         interval = conf.get(TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS, 1000)
         timeout_ms = float(conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS]) * 1000
         if interval >= timeout_ms:

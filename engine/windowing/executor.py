@@ -97,7 +97,8 @@ def build_manager(spec: WindowSpec) -> WindowManager:
 
 
 class WindowedOutputCollector:
-    """The user's collector inside a windowed bolt: emits without anchors get the window's."""
+    """The user's collector inside a windowed bolt: emits without anchors made during
+    ``execute(window)`` get the window's tuples as anchors (outside it they get none)."""
 
     def __init__(self, delegate: Any) -> None:
         self.delegate = delegate
@@ -281,6 +282,8 @@ class SyncWindowedBoltExecutor(WindowedBoltExecutor):
                 self._failed(out, exc)
             else:
                 self.evaluated(out)
+            finally:
+                self.collector.anchors = None
 
     async def _tick(self, tick: Callable[[], None]) -> None:
         tick()
@@ -314,6 +317,8 @@ class AsyncWindowedBoltExecutor(WindowedBoltExecutor):
                 self._failed(out, exc)
             else:
                 self.evaluated(out)
+            finally:
+                self.collector.anchors = None
 
     async def _tick(self, tick: Callable[[], None]) -> None:
         async with self._lock:

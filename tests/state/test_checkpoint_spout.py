@@ -28,6 +28,7 @@ class Driven:
 
     def __init__(self, state_dir: Path, interval_ms: int = 1000) -> None:
         conf = {"topology.state.dir": str(state_dir), "topology.message.timeout.secs": 30,
+                "topology.acker.executors": 1,
                 "topology.state.checkpoint.interval.ms": interval_ms}
         self.now = 0.0
         self.out = SpoutRecorder()
@@ -155,8 +156,17 @@ async def test_restart_in_committing_commits(tmp_path: Path) -> None:
 
 async def test_the_interval_must_be_below_the_message_timeout(tmp_path: Path) -> None:
     conf = {"topology.state.dir": str(tmp_path), "topology.message.timeout.secs": 1,
-            "topology.state.checkpoint.interval.ms": 1000}
+            "topology.state.checkpoint.interval.ms": 1000, "topology.acker.executors": 1}
     with pytest.raises(ConfigError, match=r"'topology\.state\.checkpoint\.interval\.ms' = 1000 "
                                           r"must be below 'topology\.message\.timeout\.secs'"):
+        CheckpointSpout().open(conf, context("$checkpointspout", 1, {}, [], conf),
+                               SpoutRecorder())
+
+
+async def test_stateful_bolts_need_ackers(tmp_path: Path) -> None:
+    conf = {"topology.state.dir": str(tmp_path), "topology.message.timeout.secs": 30,
+            "topology.acker.executors": 0}
+    with pytest.raises(ConfigError, match=r"'topology\.acker\.executors' is 0; stateful "
+                                          r"bolts need ackers"):
         CheckpointSpout().open(conf, context("$checkpointspout", 1, {}, [], conf),
                                SpoutRecorder())
