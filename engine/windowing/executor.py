@@ -153,6 +153,7 @@ class WindowedBoltExecutor(Bolt):
         self._epoch = time.time() - loop.time()
         self.manager = build_manager(spec)
         self.watermarks: WatermarkGenerator | None = None
+        self.late = 0
         self._extract: Callable[[Tuple], Any] | None = None
         if spec.event_time:
             streams = [s for s in context.this_sources() if s[1] != CHECKPOINT_STREAM]
@@ -195,8 +196,11 @@ class WindowedBoltExecutor(Bolt):
         if stream is not None:
             self.out.emit([DetachedTuple.of(tup)], tup, stream)
         else:
-            log.info("%s: late tuple %r stamped %d, before the watermark %d; not processed",
-                     self.name, tup, ts, self.watermarks.last_watermark)
+            self.late += 1
+            if self.late & (self.late - 1) == 0:  # 1st, 2nd, 4th, 8th, ...: throttled
+                log.info("%s: late tuple %r stamped %d, before the watermark %d; not "
+                         "processed (%d late so far; with_lag(...) allows more disorder)",
+                         self.name, tup, ts, self.watermarks.last_watermark, self.late)
         self.out.ack(tup)
 
     def _on_slide_tick(self) -> None:

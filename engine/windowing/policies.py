@@ -125,6 +125,7 @@ class TimeEviction:
     def __init__(self, length: int) -> None:
         self.length = length
         self.delta = 0
+        self.drifts = 0
         self.context: EvictionContext | None = None
 
     def track(self, watermark: bool) -> None:
@@ -153,9 +154,14 @@ class TimeEviction:
             else:
                 self.delta = context.reference_time - prev.reference_time - context.sliding_interval
                 if abs(self.delta) > DRIFT_WARN_MS:
-                    log.warning("window evaluated %d ms off its slide (previous end %d, this "
-                                "end %d): a long execute or a stalled event loop",
-                                self.delta, prev.reference_time, context.reference_time)
+                    self._drifted(prev.reference_time, context.reference_time)
+
+    def _drifted(self, prev_end: int, end: int) -> None:
+        self.drifts += 1
+        if self.drifts & (self.drifts - 1) == 0:  # 1st, 2nd, 4th, 8th, ...: throttled
+            log.warning("window evaluated %d ms off its slide (previous end %d, this end %d; "
+                        "%d such so far): a long execute(window) or a stalled event loop",
+                        self.delta, prev_end, end, self.drifts)
 
     def reset(self) -> None:
         pass

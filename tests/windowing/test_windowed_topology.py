@@ -3,6 +3,8 @@ validation at submit."""
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Any
 
 import pytest
@@ -175,3 +177,20 @@ async def test_windows_longer_than_the_limits_are_refused_at_submit(
         with pytest.raises(TopologyError, match=message):
             await cluster.submit_topology("w", {**CONF, **conf}, topo)
         assert cluster.topologies() == []
+
+
+async def test_late_tuples_without_a_stream_are_logged_throttled(caplog: Any) -> None:
+    caplog.set_level(logging.INFO, logger="engine.windowing")
+    spout, sink = FeederSpout(["n", "ts"]), CaptureBolt()
+    window = (SumWindow().with_tumbling_window(Duration(1)).with_timestamp_field("ts")
+              .with_watermark_interval(Duration(0.01)))
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("w", CONF, topology(window, spout, sink))
+        spout.feed([1, 10_000], msg_id="first")
+        spout.feed([1, 20_000], msg_id="second")
+        await wait_until(lambda: len(sink.values()) == 2)
+        for i in range(10):
+            spout.feed([i, 5_000], msg_id=i)
+        await wait_until(lambda: set(range(10)) <= set(spout.acked()))  # acked at once
+    counts = [re.search(r"\((\d+) late so far", r.getMessage()) for r in caplog.records]
+    assert [m.group(1) for m in counts if m] == ["1", "2", "4", "8"]
