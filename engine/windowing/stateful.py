@@ -153,20 +153,26 @@ class StatefulWindowedBoltExecutor(AsyncWindowedBoltExecutor, StatefulBolt):
         self.initialized = True
         self.start()
 
+    # The checkpoint hooks take the window's lock: a timer-driven evaluation finishes before
+    # the state is prepared, and the stateful executor prepares right after, without awaiting.
+
     async def pre_prepare(self, txid: int) -> None:
-        if self.initialized and not self.recovery:
-            self.stream_state.prepare_commit(txid)
-            self.pre_prepared = True
-        await caller(self._stateful.pre_prepare)(txid)
+        async with self._lock:
+            if self.initialized and not self.recovery:
+                self.stream_state.prepare_commit(txid)
+                self.pre_prepared = True
+            await caller(self._stateful.pre_prepare)(txid)
 
     async def pre_commit(self, txid: int) -> None:
-        if not self.initialized or (not self.recovery and self.pre_prepared):
-            self.stream_state.commit(txid)
-        await caller(self._stateful.pre_commit)(txid)
+        async with self._lock:
+            if not self.initialized or (not self.recovery and self.pre_prepared):
+                self.stream_state.commit(txid)
+            await caller(self._stateful.pre_commit)(txid)
 
     async def pre_rollback(self) -> None:
-        self.stream_state.rollback()
-        await caller(self._stateful.pre_rollback)()
+        async with self._lock:
+            self.stream_state.rollback()
+            await caller(self._stateful.pre_rollback)()
 
     async def cleanup(self) -> None:
         await super().cleanup()
