@@ -73,6 +73,7 @@ class DurableLog:
     def __init__(self, entries: list[Any]) -> None:
         self.entries = entries
         self.acked: set[int] = set()
+        self.failed: list[int] = []
 
 
 class LogSpout(Spout):
@@ -105,6 +106,7 @@ class LogSpout(Spout):
         self.log.acked.add(msg_id)
 
     def fail(self, msg_id: int) -> None:
+        self.log.failed.append(msg_id)
         self.replay.append(msg_id)
 
     def exhausted(self) -> bool:
