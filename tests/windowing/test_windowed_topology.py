@@ -110,7 +110,7 @@ async def test_processing_time_window_on_the_loop_clock() -> None:
         await wait_until(lambda: [5] in sink.values())
         # Acked once it left the window: length + slide at most, on the loop's clock.
         waited = await wait_until(lambda: spout.acked() == [5])
-        assert waited < 1.0
+        assert waited < 3.0  # length + slide is 0.25 s; slack for a loaded machine
     first = window.windows[0]
     assert first.end_timestamp - first.start_timestamp == 200  # type: ignore[operator]
 
