@@ -154,6 +154,7 @@ class WindowedBoltExecutor(Bolt):
         self.manager = build_manager(spec)
         self.watermarks: WatermarkGenerator | None = None
         self.late = 0
+        self._failed_ids: set[int] = set()  # failed by an evaluation, still in the window
         self._extract: Callable[[Tuple], Any] | None = None
         if spec.event_time:
             streams = [s for s in context.this_sources() if s[1] != CHECKPOINT_STREAM]
@@ -223,17 +224,23 @@ class WindowedBoltExecutor(Bolt):
         return TupleWindow(act.items, act.new, act.expired, start, act.reference_time)
 
     def _expire(self, out: Expired) -> None:
-        ack = self.out.ack
+        ack, failed = self.out.ack, self._failed_ids
         for tup in out.items:
-            ack(tup)
+            if failed and id(tup) in failed:
+                failed.discard(id(tup))  # failed with its window already: no second outcome
+            else:
+                ack(tup)
 
     def evaluated(self, act: Activation) -> None:
         """``execute(window)`` returned for ``act`` (a hook for stateful windows)."""
 
     def _failed(self, act: Activation, exc: BaseException) -> None:
         self.out.report_error(exc)
+        failed = self._failed_ids
         for tup in act.items:
-            self.out.fail(tup)
+            if id(tup) not in failed:
+                failed.add(id(tup))
+                self.out.fail(tup)
 
     def _spawn(self, every_ms: int, tick: Callable[[], None]) -> None:
         self._timers.append(asyncio.get_running_loop().create_task(self._every(every_ms, tick)))

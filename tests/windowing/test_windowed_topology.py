@@ -95,10 +95,12 @@ async def test_an_error_in_execute_window_fails_the_windows_tuples() -> None:
     async with LocalCluster() as cluster:
         await cluster.submit_topology("w", CONF, topology(
             Boom().with_tumbling_window(Count(2)), spout, sink))
-        spout.feed([1], msg_id=1)
-        spout.feed([2], msg_id=2)
-        await wait_until(lambda: sorted(spout.failed()) == [1, 2])
-        assert cluster.stats("w")["components"]["window"]["errors"] == 1
+        for n in (1, 2, 3, 4):
+            spout.feed([n], msg_id=n)
+        await wait_until(lambda: sorted(spout.failed()) == [1, 2, 3, 4])
+        stats = cluster.stats("w")["components"]["window"]
+        assert stats["errors"] == 2
+        assert stats["acked"] == 0  # expired after failing: not acked a second time
 
 
 async def test_processing_time_window_on_the_loop_clock() -> None:
