@@ -25,7 +25,8 @@ import copy
 import inspect
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,6 +218,27 @@ class WindowedBoltExecutor(Bolt):
 
     # -- acting on the manager's outputs -------------------------------------------------------
 
+    def activations(self) -> Iterator[Activation]:
+        """The manager's outputs in order: expiries are acked here, activations yielded."""
+        for out in self.manager.take_outputs():
+            if isinstance(out, Expired):
+                self._expire(out)
+            else:
+                yield out
+
+    @contextmanager
+    def evaluating(self, act: Activation) -> Iterator[None]:
+        """Around ``execute(window)``: an error fails the window's tuples (and is reported,
+        not raised); anchoring to the window ends with it."""
+        try:
+            yield
+        except Exception as exc:
+            self._failed(act, exc)
+        else:
+            self.evaluated(act)
+        finally:
+            self.collector.anchors = None
+
     def _window(self, act: Activation) -> TupleWindow:
         length = self.spec.length
         start = act.reference_time - length.millis if isinstance(length, Duration) else None
@@ -283,18 +305,9 @@ class SyncWindowedBoltExecutor(WindowedBoltExecutor):
 
     def drain(self) -> None:
         """Act on the manager's outputs."""
-        for out in self.manager.take_outputs():
-            if isinstance(out, Expired):
-                self._expire(out)
-                continue
-            try:
-                self.bolt.execute(self._window(out))
-            except Exception as exc:
-                self._failed(out, exc)
-            else:
-                self.evaluated(out)
-            finally:
-                self.collector.anchors = None
+        for act in self.activations():
+            with self.evaluating(act):
+                self.bolt.execute(self._window(act))
 
     async def _tick(self, tick: Callable[[], None]) -> None:
         tick()
@@ -318,18 +331,9 @@ class AsyncWindowedBoltExecutor(WindowedBoltExecutor):
 
     async def drain(self) -> None:
         """Act on the manager's outputs (the lock is held)."""
-        for out in self.manager.take_outputs():
-            if isinstance(out, Expired):
-                self._expire(out)
-                continue
-            try:
-                await self._user_execute(self._window(out))
-            except Exception as exc:
-                self._failed(out, exc)
-            else:
-                self.evaluated(out)
-            finally:
-                self.collector.anchors = None
+        for act in self.activations():
+            with self.evaluating(act):
+                await self._user_execute(self._window(act))
 
     async def _tick(self, tick: Callable[[], None]) -> None:
         async with self._lock:

@@ -89,13 +89,31 @@ class TriggerPolicy(Protocol):
         """From now on the policy may fire."""
 
 
-class CountEviction:
+class _Eviction:
+    """What eviction policies share: no context until a trigger sets one; nothing to do on
+    ``track`` or ``reset`` unless a policy says otherwise."""
+
+    def __init__(self) -> None:
+        self.context: EvictionContext | None = None
+
+    def track(self, watermark: bool) -> None:
+        pass
+
+    def set_context(self, context: EvictionContext) -> None:
+        self.context = context
+
+    def reset(self) -> None:
+        pass
+
+
+class CountEviction(_Eviction):
     """The last ``threshold`` events: older ones expire, one per excess event."""
 
+    current = 0
+
     def __init__(self, threshold: int) -> None:
+        super().__init__()
         self.threshold = threshold
-        self.current = 0
-        self.context: EvictionContext | None = None
 
     def track(self, watermark: bool) -> None:
         if not watermark:
@@ -107,14 +125,8 @@ class CountEviction:
             return EXPIRE
         return PROCESS
 
-    def set_context(self, context: EvictionContext) -> None:
-        self.context = context
 
-    def reset(self) -> None:
-        pass
-
-
-class TimeEviction:
+class TimeEviction(_Eviction):
     """Events younger than ``length`` ms at the reference time; drift-corrected.
 
     An event of timestamp ``ts`` expires once ``ref - ts >= length + delta``, where ``delta``
@@ -122,14 +134,12 @@ class TimeEviction:
     the first window, so that every event so far counts in it).
     """
 
-    def __init__(self, length: int) -> None:
-        self.length = length
-        self.delta = 0
-        self.drifts = 0
-        self.context: EvictionContext | None = None
+    delta = 0
+    drifts = 0  # evaluations off by more than DRIFT_WARN_MS, for the throttled warning
 
-    def track(self, watermark: bool) -> None:
-        pass
+    def __init__(self, length: int) -> None:
+        super().__init__()
+        self.length = length
 
     def evict(self, event: Event, now: int) -> int:
         ref = now if self.context is None else self.context.reference_time
@@ -163,9 +173,6 @@ class TimeEviction:
                         "%d such so far): a long execute(window) or a stalled event loop",
                         self.delta, prev_end, end, self.drifts)
 
-    def reset(self) -> None:
-        pass
-
 
 class WatermarkTimeEviction(TimeEviction):
     """Event-time windows: as ``TimeEviction`` against the watermark's window end.
@@ -196,19 +203,16 @@ class WatermarkTimeEviction(TimeEviction):
         return min(ref - self.length - self.delta, ref), ref, ref + self.lag
 
 
-class WatermarkCountEviction:
+class WatermarkCountEviction(_Eviction):
     """Event-time count windows: the last ``threshold`` events at or before the reference."""
 
     counts_events = True  # its trigger must pass the count of events up to the reference
+    current = 0
+    processed = 0
 
     def __init__(self, threshold: int) -> None:
+        super().__init__()
         self.threshold = threshold
-        self.current = 0
-        self.processed = 0
-        self.context: EvictionContext | None = None
-
-    def track(self, watermark: bool) -> None:
-        pass
 
     def evict(self, event: Event, now: int) -> int:
         if self.context is None:
