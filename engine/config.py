@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -14,6 +15,8 @@ __all__ = [
     "TOPOLOGY_LOOP_BLOCK_WARN_SECS",
     "TOPOLOGY_MAX_SPOUT_PENDING",
     "TOPOLOGY_MESSAGE_TIMEOUT_SECS",
+    "TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS",
+    "TOPOLOGY_STATE_DIR",
     "TOPOLOGY_STATS_SAMPLE_RATE",
     "TOPOLOGY_TICK_TUPLE_FREQ_SECS",
     "Config",
@@ -29,6 +32,8 @@ TOPOLOGY_DEBUG = "topology.debug"
 TOPOLOGY_STATS_SAMPLE_RATE = "topology.stats.sample.rate"
 # Warn when one call holds the event loop longer than this (None: no watchdog).
 TOPOLOGY_LOOP_BLOCK_WARN_SECS = "topology.loop.block.warn.secs"
+TOPOLOGY_STATE_DIR = "topology.state.dir"
+TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS = "topology.state.checkpoint.interval.ms"
 
 DEFAULTS: dict[str, Any] = {
     TOPOLOGY_MESSAGE_TIMEOUT_SECS: 30,
@@ -40,6 +45,8 @@ DEFAULTS: dict[str, Any] = {
     TOPOLOGY_DEBUG: False,
     TOPOLOGY_STATS_SAMPLE_RATE: 0.05,
     TOPOLOGY_LOOP_BLOCK_WARN_SECS: 1.0,
+    TOPOLOGY_STATE_DIR: ".stormloop-state",
+    TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: 1000,
 }
 
 
@@ -87,6 +94,9 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
         lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1,
         "a number from 0 to 1", False),
     TOPOLOGY_LOOP_BLOCK_WARN_SECS: (_positive_number, "a number of seconds > 0 or None", True),
+    TOPOLOGY_STATE_DIR: (lambda v: isinstance(v, str | os.PathLike) and str(v) != "",
+                         "a directory path", False),
+    TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: (_int_at_least(1), "an int of ms >= 1", False),
 }
 
 

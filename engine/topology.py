@@ -233,7 +233,7 @@ class TopologyBuilder:
     def create_topology(self) -> Topology:
         """A validated ``Topology``; raises ``TopologyError`` naming the component and problem."""
         components: dict[str, ComponentDef] = {}
-        for draft in sorted(self._defs, key=lambda d: not d.is_spout):
+        for draft in sorted(_with_executors(self._defs), key=lambda d: not d.is_spout):
             streams = _check_component(draft, components)
             # Copies: a declarer used after this call changes its draft, never the topology.
             components[draft.id] = ComponentDef(
@@ -248,6 +248,16 @@ class TopologyBuilder:
             raise TopologyError(
                 f"topology: {spout_tasks} spout tasks; at most {MAX_SPOUT_TASKS} are supported")
         return Topology(MappingProxyType(components))
+
+
+def _with_executors(defs: list[ComponentDraft]) -> list[ComponentDraft]:
+    """The definitions with windowed bolts in their executors and, when a bolt is stateful,
+    checkpointing wired in; the builder's own definitions stay as declared."""
+    # Imported here: both packages build on this module.
+    from engine.state.wiring import wire_checkpoints
+    from engine.windowing.wiring import wrap_windowed
+
+    return wire_checkpoints([wrap_windowed(d) for d in defs])
 
 
 def _check_component(d: ComponentDraft, seen: dict[str, ComponentDef]) -> dict[str, StreamDef]:

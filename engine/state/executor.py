@@ -1,0 +1,241 @@
+"""Checkpoint handling in bolts: the executors the builder puts around every bolt of a
+topology that has a stateful one.
+
+Storm's ``BaseStatefulBoltExecutor`` (the barrier), ``StatefulBoltExecutor`` and
+``CheckpointTupleForwarder``, as adapters the engine runs like any bolt:
+
+- ``CheckpointForwarder`` wraps a bolt without state: regular tuples go to it; a checkpoint,
+  once every upstream task sent it, is forwarded downstream (anchored to it) and acked.
+- ``StatefulBoltExecutor`` wraps a ``StatefulBolt``: it opens the task's state, holds
+  tuples until INITSTATE has called ``init_state``, and acts on the checkpoint actions.
+  The user's acks are recorded, moved to "prepared" at PREPARE, really sent at the COMMIT
+  that covers them, and turned into fails at ROLLBACK; so a spout tuple completes only
+  once the state it changed is committed.
+
+In both, an emit without anchors raises: an unanchored tuple would let its spout tuple
+complete before the state downstream of it is committed.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import Any
+
+from engine.basic_bolt import adapt_basic_bolt
+from engine.components import BasicBolt, Bolt
+from engine.context import TopologyContext
+from engine.state.barrier import CheckpointBarrier
+from engine.state.checkpoint import (
+    CHECKPOINT_FIELDS,
+    CHECKPOINT_STREAM,
+    COMMIT,
+    INITSTATE,
+    PREPARE,
+    ROLLBACK,
+)
+from engine.state.kv import KeyValueState
+from engine.state.store import SqliteStateStore, open_store, release_store
+from engine.topology import OutputFieldsDeclarer
+from engine.tuples import Tuple
+from engine.usercall import awaitable
+
+__all__ = ["AckTrackingCollector", "AnchoringCollector", "CheckpointForwarder",
+           "StatefulBoltExecutor"]
+
+
+def _has_anchor(anchors: Tuple | Iterable[Tuple] | None) -> bool:
+    if anchors is None:
+        return False
+    if isinstance(anchors, Tuple):
+        return True
+    if not isinstance(anchors, list | tuple):
+        return True  # an iterable we must not consume here
+    return len(anchors) > 0
+
+
+class AnchoringCollector:
+    """Passes everything to the bolt's collector but refuses unanchored emits."""
+
+    def __init__(self, delegate: Any, name: str) -> None:
+        self.delegate = delegate
+        self.name = name
+
+    def _refuse(self) -> None:
+        raise ValueError(f"{self.name}: bolts in a stateful topology must emit anchored "
+                         f"tuples; pass anchors=<the input tuple>")
+
+    def emit(self, values: Any, anchors: Tuple | Iterable[Tuple] | None = None,
+             stream: str = "default") -> list[int]:
+        """Emit ``values`` anchored to ``anchors`` (required)."""
+        if not _has_anchor(anchors):
+            self._refuse()
+        return self.delegate.emit(values, anchors, stream)  # type: ignore[no-any-return]
+
+    def emit_direct(self, task_id: int, values: Any,
+                    anchors: Tuple | Iterable[Tuple] | None = None,
+                    stream: str = "default") -> None:
+        """Emit ``values`` to ``task_id`` anchored to ``anchors`` (required)."""
+        if not _has_anchor(anchors):
+            self._refuse()
+        self.delegate.emit_direct(task_id, values, anchors, stream)
+
+    def __getattr__(self, name: str) -> Any:  # ack, fail, reset_timeout, report_error, ...
+        return getattr(self.delegate, name)
+
+
+class AckTrackingCollector(AnchoringCollector):
+    """Records acks instead of sending them; the executor sends them at the commit."""
+
+    def __init__(self, delegate: Any, name: str) -> None:
+        super().__init__(delegate, name)
+        self.acked: list[Tuple] = []
+
+    def ack(self, tup: Tuple) -> None:
+        """Hold the ack until the checkpoint covering it commits."""
+        self.acked.append(tup)
+
+    def take_acked(self) -> list[Tuple]:
+        """The acks held since the last call."""
+        acked, self.acked = self.acked, []
+        return acked
+
+
+class _CheckpointAware(Bolt):
+    """The barrier and the checkpoint stream; subclasses say what a checkpoint does."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        self.inner.declare_output_fields(declarer)
+        declarer.declare(list(CHECKPOINT_FIELDS), stream=CHECKPOINT_STREAM)
+
+    def component_configuration(self) -> dict[str, Any] | None:
+        return self.inner.component_configuration()  # type: ignore[no-any-return]
+
+    def _setup(self, context: TopologyContext, collector: Any) -> None:
+        self.name = f"bolt {context.component_id!r}"
+        self.out = collector
+        upstream = sum(len(context.component_tasks(c)) for c, s in context.this_sources()
+                       if s == CHECKPOINT_STREAM)
+        self.barrier = CheckpointBarrier(upstream)
+
+    async def execute(self, tup: Tuple) -> None:
+        if tup.source_stream == CHECKPOINT_STREAM:
+            await self._checkpoint(tup)
+        else:
+            await self._handle(tup)
+
+    async def _checkpoint(self, tup: Tuple) -> None:
+        txid, action = tup["txid"], tup["action"]
+        if not self.barrier.arrive(action, txid):
+            self.out.ack(tup)  # waiting for the other upstream tasks' copies
+            return
+        if not self.barrier.accept(txid):
+            self.out.ack(tup)  # older than what this task acted on already
+            return
+        try:
+            if await self._on_checkpoint(action, txid):
+                self.out.emit([txid, action], tup, CHECKPOINT_STREAM)
+                self.out.ack(tup)
+            else:
+                self.out.fail(tup)
+            self.barrier.done(action, txid)
+        except Exception as exc:
+            self.out.fail(tup)
+            self.out.report_error(exc)
+
+    async def _handle(self, tup: Tuple) -> None:
+        raise NotImplementedError
+
+    async def _on_checkpoint(self, action: str, txid: int) -> bool:
+        """Act on a completed checkpoint; False fails it (forcing recovery)."""
+        raise NotImplementedError
+
+
+class CheckpointForwarder(_CheckpointAware):
+    """A bolt without state in a stateful topology: forwards checkpoints downstream."""
+
+    async def prepare(self, conf: dict[str, Any], context: TopologyContext,
+                      collector: Any) -> None:
+        self._setup(context, collector)
+        bolt = copy.copy(self.inner)
+        self.bolt = adapt_basic_bolt(bolt) if isinstance(bolt, BasicBolt) else bolt
+        self._execute = awaitable(self.bolt, "execute")
+        anchoring = AnchoringCollector(collector, self.name)
+        await awaitable(self.bolt, "prepare")(conf, context, anchoring)
+
+    async def _handle(self, tup: Tuple) -> None:
+        await self._execute(tup)
+
+    async def _on_checkpoint(self, action: str, txid: int) -> bool:
+        return True
+
+    async def cleanup(self) -> None:
+        if hasattr(self, "bolt"):
+            await awaitable(self.bolt, "cleanup")()
+
+
+class StatefulBoltExecutor(_CheckpointAware):
+    """Runs a ``StatefulBolt`` task: state, held acks, and the checkpoint actions."""
+
+    async def prepare(self, conf: dict[str, Any], context: TopologyContext,
+                      collector: Any) -> None:
+        self._setup(context, collector)
+        self.bolt = copy.copy(self.inner)
+        self.collector = AckTrackingCollector(collector, self.name)
+        self._execute = awaitable(self.bolt, "execute")
+        self.initialized = False
+        self.pending: list[Tuple] = []
+        self.prepared: list[Tuple] = []
+        await awaitable(self.bolt, "prepare")(conf, context, self.collector)
+        self.store: SqliteStateStore | None = open_store(conf)
+        namespace = f"{context.topology_name}/{context.component_id}-{context.task_id}"
+        self.state = KeyValueState(self.store, namespace)
+
+    async def _handle(self, tup: Tuple) -> None:
+        if self.initialized:
+            await self._execute(tup)
+        else:
+            self.pending.append(tup)
+
+    async def _on_checkpoint(self, action: str, txid: int) -> bool:
+        bolt = self.bolt
+        if action == PREPARE:
+            if not self.initialized:
+                return False  # a restarted task: the spout must recover first
+            await awaitable(bolt, "pre_prepare")(txid)
+            self.state.prepare_commit(txid)
+            self.prepared.extend(self.collector.take_acked())
+        elif action == COMMIT:
+            await awaitable(bolt, "pre_commit")(txid)
+            self.state.commit(txid)
+            prepared, self.prepared = self.prepared, []
+            for tup in prepared:
+                self.out.ack(tup)
+        elif action == ROLLBACK:
+            await awaitable(bolt, "pre_rollback")()
+            self.state.rollback()
+            failed, self.prepared = self.prepared + self.collector.take_acked(), []
+            for tup in failed:
+                self.out.fail(tup)
+        elif action == INITSTATE and not self.initialized:
+            await awaitable(bolt, "init_state")(self.state)
+            self.initialized = True
+            pending, self.pending = self.pending, []
+            for tup in pending:
+                try:
+                    await self._execute(tup)
+                except Exception as exc:
+                    self.out.fail(tup)
+                    self.out.report_error(exc)
+        return True
+
+    async def cleanup(self) -> None:
+        if hasattr(self, "bolt"):
+            await awaitable(self.bolt, "cleanup")()
+        store = getattr(self, "store", None)
+        if store is not None:
+            release_store(store)
+            self.store = None

@@ -1,0 +1,217 @@
+"""``WindowManager``: the queue of a window's events and the evaluation that the trigger asks.
+
+Storm's ``WindowManager`` without threads or clock: ``add`` takes the event's timestamp and
+``now`` (ms), triggers fire synchronously inside ``add``/``add_watermark``/``fire``, and what
+happened is appended to ``outputs`` in order (``Expired`` batches, ``Activation``\\ s) for
+the executor to act on after the call: ack the expired tuples, run ``execute(window)``.
+
+Memory: one ``Event`` (three slots) per queued tuple; expired events leave the queue at the
+next evaluation or, between evaluations, every ``EXPIRE_EVENTS_THRESHOLD`` adds. Which
+events are new since the previous evaluation is marked on the events themselves (the
+evaluation's generation), not kept in a second set.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from engine.windowing.policies import EXPIRE, PROCESS, STOP, EvictionPolicy, TriggerPolicy
+
+__all__ = ["EXPIRE_EVENTS_THRESHOLD", "Activation", "Event", "Expired", "WindowManager"]
+
+EXPIRE_EVENTS_THRESHOLD = 100
+
+
+class Event:
+    """One queued item with its timestamp (ms) and the last evaluation that included it."""
+
+    __slots__ = ("item", "mark", "ts")
+
+    def __init__(self, item: Any, ts: int) -> None:
+        self.item = item
+        self.ts = ts
+        self.mark = -1  # no evaluation yet
+
+
+@dataclass(frozen=True, slots=True)
+class Expired:
+    """Items that left the window for good, oldest first."""
+
+    items: list[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    """One evaluation: the items in the window, those new since the last evaluation, those
+    expired since then, and the reference time (the window's end, ms)."""
+
+    items: list[Any]
+    new: list[Any]
+    expired: list[Any]
+    reference_time: int
+
+
+class WindowManager:
+    """Holds a window's events; evaluates them when its trigger policy fires."""
+
+    def __init__(self, eviction: EvictionPolicy,
+                 trigger: Callable[[WindowManager, EvictionPolicy], TriggerPolicy]) -> None:
+        self.queue: deque[Event] = deque()
+        self.eviction = eviction
+        self.trigger = trigger(self, eviction)
+        self.outputs: list[Expired | Activation] = []
+        self._expired: list[Any] = []
+        self._since_expiry = 0
+        self._generation = 0
+        self._now = 0
+
+    def start(self) -> None:
+        """Let the trigger fire from now on."""
+        self.trigger.start()
+
+    def add(self, item: Any, ts: int, now: int) -> None:
+        """Queue ``item`` stamped ``ts``; the trigger may evaluate the window right away."""
+        self._now = now
+        self.queue.append(Event(item, ts))
+        self.eviction.track(False)
+        self.trigger.track(None, now)
+        self._compact()
+
+    def add_watermark(self, ts: int, now: int) -> None:
+        """Every event up to ``ts`` has arrived: event-time triggers evaluate up to it."""
+        self._now = now
+        self.eviction.track(True)
+        self.trigger.track(ts, now)
+        self._compact()
+
+    def take_outputs(self) -> list[Expired | Activation]:
+        """What happened since the last call, in order; the list is handed over."""
+        out, self.outputs = self.outputs, []
+        return out
+
+    def on_trigger(self) -> bool:
+        """Evaluate the window (called by the trigger); True if it held any event."""
+        window = self._scan(full=True)
+        expired, self._expired = self._expired, []
+        prev = self._generation
+        self._generation = gen = prev + 1
+        items, new = [], []
+        for ev in window:
+            items.append(ev.item)
+            if ev.mark != prev:
+                new.append(ev.item)
+            ev.mark = gen
+        if items:
+            ctx = self.eviction.context
+            ref = ctx.reference_time if ctx is not None else self._now
+            self.outputs.append(Activation(items, new, expired, ref))
+        self.trigger.reset()
+        return bool(items)
+
+    def _compact(self) -> None:
+        self._since_expiry += 1
+        if self._since_expiry >= EXPIRE_EVENTS_THRESHOLD:
+            self._scan(full=False)
+
+    def _scan(self, full: bool) -> list[Event]:
+        """Expire from the queue what the policy says; with ``full``, also collect the window.
+
+        Events are asked once each, in arrival order. A partial scan stops at the first event
+        that does not expire; a full one goes on past ``KEEP`` (out-of-order events may still
+        expire behind it) and stops at ``STOP``. Time policies answer by thresholds on the
+        timestamp, which the loop applies without a call per event.
+        """
+        thresholds = getattr(self.eviction, "thresholds", None)
+        if thresholds is not None:
+            expired, window = self._scan_times(full, *thresholds(self._now))
+        else:
+            expired, window = self._scan_calls(full)
+        self._since_expiry = 0
+        if expired:
+            self._expired.extend(expired)
+            self.outputs.append(Expired(expired))
+        return window
+
+    def _scan_calls(self, full: bool) -> tuple[list[Any], list[Event]]:
+        evict, now, queue = self.eviction.evict, self._now, self.queue
+        expired: list[Any] = []
+        window: list[Event] = []
+        action = STOP
+        while queue:  # the common case: expired events are at the head
+            action = evict(queue[0], now)
+            if action != EXPIRE:
+                break
+            expired.append(queue.popleft().item)
+        if full and queue and action != STOP:
+            kept: list[Event] = []
+            removed = False
+            for i, ev in enumerate(queue):
+                if i:
+                    action = evict(ev, now)
+                if action == EXPIRE:
+                    expired.append(ev.item)
+                    removed = True
+                    continue
+                if action == STOP:
+                    kept.extend(islice(queue, i, None))
+                    break
+                kept.append(ev)
+                if action == PROCESS:
+                    window.append(ev)
+            if removed:
+                self.queue = deque(kept)
+        return expired, window
+
+    def _scan_times(self, full: bool, expire_to: int, keep_after: int,
+                    stop_after: int) -> tuple[list[Any], list[Event]]:
+        queue = self.queue
+        expired: list[Any] = []
+        window: list[Event] = []
+        while queue and queue[0].ts <= expire_to and queue[0].ts <= stop_after:
+            expired.append(queue.popleft().item)
+        if full and queue:
+            kept: list[Event] = []
+            removed = False
+            for i, ev in enumerate(queue):
+                ts = ev.ts
+                if ts > stop_after:
+                    kept.extend(islice(queue, i, None))
+                    break
+                if ts <= expire_to:
+                    expired.append(ev.item)
+                    removed = True
+                    continue
+                kept.append(ev)
+                if ts <= keep_after:
+                    window.append(ev)
+            if removed:
+                self.queue = deque(kept)
+        return expired, window
+
+    # -- queries of the watermark triggers -----------------------------------------------
+
+    def event_count(self, reference_time: int) -> int:
+        """How many queued events are stamped at or before ``reference_time``."""
+        return sum(1 for ev in self.queue if ev.ts <= reference_time)
+
+    def earliest_event_ts(self, start: int, end: int) -> int | None:
+        """The earliest timestamp in ``(start, end]``, or None."""
+        found = [ev.ts for ev in self.queue if start < ev.ts <= end]
+        return min(found) if found else None
+
+    def sliding_count_timestamps(self, start: int, end: int, count: int) -> list[int]:
+        """At every ``count``-th event stamped in ``(start, end]``, the latest stamp so far."""
+        out: list[int] = []
+        if end > start:
+            n, latest = 0, start
+            for ev in self.queue:
+                if start < ev.ts <= end:
+                    latest = max(latest, ev.ts)
+                    n += 1
+                    if n % count == 0:
+                        out.append(latest)
+        return out

@@ -1,0 +1,26 @@
+"""How ``create_topology`` puts a windowed bolt into its executor (Storm's ``setBolt``
+overloads for ``IWindowedBolt`` and ``IStatefulWindowedBolt``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from engine.topology import ComponentDraft
+from engine.windowing.bolt import BaseWindowedBolt
+
+__all__ = ["wrap_windowed"]
+
+
+def wrap_windowed(d: ComponentDraft) -> ComponentDraft:
+    """``d`` unchanged, or a copy whose bolt is the windowing executor around the user's."""
+    if d.is_spout or not isinstance(d.obj, BaseWindowedBolt):
+        return d
+    from engine.windowing.executor import windowed_executor
+    from engine.windowing.stateful import BaseStatefulWindowedBolt, StatefulWindowedBoltExecutor
+
+    obj: object
+    if isinstance(d.obj, BaseStatefulWindowedBolt):
+        obj = StatefulWindowedBoltExecutor(d.obj, d.id)
+    else:
+        obj = windowed_executor(d.id, d.obj)
+    return dataclasses.replace(d, obj=obj, inputs=list(d.inputs), conf=dict(d.conf))

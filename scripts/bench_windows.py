@@ -1,0 +1,156 @@
+"""Sliding-window throughput and memory: length 10 s, slide 1 s, by event time.
+
+    python scripts/bench_windows.py [--tuples 1000000] [--rates 1000,10000]
+
+Each run, in a fresh process: a spout emits ``--tuples`` tracked ``(word, ts)`` tuples whose
+event timestamps advance ``rate`` tuples per event-second, into a windowed bolt (length
+10 s, slide 1 s, watermark every 10 ms) that counts the words of every window and emits
+one summary per evaluation; every tuple is acked when it leaves the window. A window thus
+holds about ``10 x rate`` tuples, and each tuple is evaluated in ten windows. Printed:
+tuples/s through the window beside the plain acked word count's words/s (same number of
+tuples), the process's peak RSS per run, and the window's own bytes per tuple held
+(tracemalloc over the window manager holding real tuples).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections import Counter
+from typing import Any
+
+from benchlib import engine_word_count_run, hot_path, run_loop
+
+from engine import Config, LocalCluster, Spout, TopologyBuilder
+from engine.gc_tuning import tune_gc
+from engine.testing import wait_until
+from engine.tuples import Fields, Source, Tuple
+from engine.windowing import BaseWindowedBolt, Duration, TupleWindow
+from engine.windowing.executor import build_manager
+from engine.windowing.spec import WindowSpec
+
+LENGTH, SLIDE = Duration(10), Duration(1)
+VOCABULARY = [f"w{i}" for i in range(1000)]
+
+
+class TimedWords(Spout):
+    """``n`` tracked ``(word, ts)`` tuples, ``rate`` per event-second."""
+
+    def __init__(self, n: int, rate: int) -> None:
+        self.n = n
+        self.rate = rate
+        self.acked = [0]
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["word", "ts"])
+
+    def open(self, conf: Any, context: Any, collector: Any) -> None:
+        self.emit = collector.emit
+        self.sent = 0
+
+    def next_tuple(self) -> None:
+        emit, rate = self.emit, self.rate
+        for _ in range(min(10, self.n - self.sent)):
+            i = self.sent
+            emit([VOCABULARY[i % 997], i * 1000 // rate], msg_id=i)
+            self.sent = i + 1
+
+    def ack(self, msg_id: Any) -> None:
+        self.acked[0] += 1
+
+
+class WindowWordCount(BaseWindowedBolt):
+    """Counts the words of each window; emits (distinct words, tuples in the window)."""
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["distinct", "size"])
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def execute(self, window: TupleWindow) -> None:
+        tuples = window.get()
+        counts = Counter(t.values[0] for t in tuples)
+        self.collector.emit([len(counts), len(tuples)])
+
+
+async def _windowed(n: int, rate: int) -> float:
+    spout = TimedWords(n, rate)
+    window = (WindowWordCount().with_window(LENGTH, SLIDE).with_timestamp_field("ts")
+              .with_watermark_interval(Duration(0.01)))
+    b = TopologyBuilder()
+    b.set_spout("words", spout)
+    b.set_bolt("window", window).shuffle_grouping("words")
+    # The window holds ~11 s of event time; the spout may run a little ahead of it.
+    conf = Config({"topology.max.spout.pending": rate * 12 + 20_000,
+                   "topology.message.timeout.secs": 600})
+    async with LocalCluster() as cluster:
+        start = time.perf_counter()
+        await cluster.submit_topology("win", conf, b.create_topology())
+        tune_gc()
+        # Every tuple older than the last ~11 s of event time has been acked on expiry.
+        target = n - rate * (LENGTH.millis + SLIDE.millis) // 1000 - rate
+        await wait_until(lambda: spout.acked[0] >= target, timeout=600, interval=0.01)
+        elapsed = time.perf_counter() - start
+    return target / elapsed
+
+
+def windowed_run(n: int, rate: int) -> tuple[float, float]:
+    """One windowed run in a fresh process: (tuples/s, peak RSS in MB)."""
+    out = subprocess.run([sys.executable, __file__, "--child", str(n), str(rate)],
+                         capture_output=True, text=True, check=True)
+    rate_s, rss = out.stdout.split()[-2:]
+    return float(rate_s), float(rss)
+
+
+def window_bytes_per_tuple(size: int) -> tuple[float, float]:
+    """tracemalloc bytes per tuple at ``size`` tuples in the window: the window's own records,
+    and those plus the tuples (values, ids) they hold."""
+    src = Source("words", 1, "default", Fields(["word", "ts"]))
+    spec = WindowSpec(LENGTH, SLIDE, timestamp_field="ts")
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    tuples = [Tuple([VOCABULARY[i % 997], i], src, 2, i + 1, i + 1) for i in range(size)]
+    made = tracemalloc.get_traced_memory()[0]
+    manager = build_manager(spec)
+    manager.start()
+    for i, tup in enumerate(tuples):
+        manager.add(tup, i, i)
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert len(manager.queue) == size
+    return (held - made) / size, (held - base) / size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tuples", type=int, default=1_000_000)
+    parser.add_argument("--rates", default="1000,10000",
+                        help="event-time tuples per second, comma-separated")
+    parser.add_argument("--child", nargs=2, type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        per_sec = run_loop(_windowed(*args.child))
+        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"{per_sec:.0f} {rss_mb:.1f}")
+        return
+    n = args.tuples
+    print(f"sliding window 10 s / 1 s by event time, {n:,} tuples, hot path {hot_path()}")
+    words = engine_word_count_run(n // 10, ackers=1)
+    print(f"  plain acked word count          {words:>12,.0f} words/s ({n:,} words)")
+    for rate in (int(r) for r in args.rates.split(",")):
+        per_sec, rss = windowed_run(n, rate)
+        print(f"  window of ~{rate * 10:>7,} tuples      {per_sec:>12,.0f} tuples/s "
+              f"(x{words / per_sec:.1f} slower), peak RSS {rss:,.0f} MB")
+    for size in (10_000, 100_000, 1_000_000):
+        own, total = window_bytes_per_tuple(size)
+        print(f"  window holding {size:>9,} tuples: {own:.0f} bytes per tuple for the window's "
+              f"records, {total:.0f} with the tuples themselves")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""The windowing executor driven by hand on a manual clock: anchoring and acking on expiry
+in processing time, with no timer and no waiting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.windowing import BaseWindowedBolt, Count, Duration, TupleWindow
+from engine.windowing.executor import windowed_executor
+from tests.state.helpers import Recorder, context, make_tuple
+
+
+class Sum(BaseWindowedBolt):
+    def __init__(self) -> None:
+        self.windows: list[TupleWindow] = []
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["sum"])
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def execute(self, window: TupleWindow) -> None:
+        self.windows.append(window)
+        self.collector.emit([sum(t["n"] for t in window.get())])
+
+
+async def prepared(bolt: Sum) -> tuple[Any, Recorder, list[float]]:
+    """The executor for ``bolt`` with its clock in the test's hands (seconds)."""
+    conf = {"topology.message.timeout.secs": 30, "topology.max.spout.pending": None}
+    ex = windowed_executor("sum", bolt)
+    out = Recorder()
+    await ex.prepare(conf, context("sum", 2, {"numbers": [1], "sum": [2]},
+                                   [("numbers", "default")], conf), out)
+    for task in ex._timers:  # the test plays the timer
+        task.cancel()
+    clock = [0.0]
+    ex._loop_time = lambda: clock[0]
+    ex._epoch = 1000.0
+    return ex, out, clock
+
+
+def number(n: int) -> Any:
+    return make_tuple([n], ["n"], "numbers", 1)
+
+
+async def test_sliding_duration_window_on_a_manual_clock() -> None:
+    bolt = Sum()
+    ex, out, clock = await prepared(bolt.with_window(Duration(1), Duration(0.5)))
+    a, b, c = number(1), number(2), number(3)
+    clock[0] = 0.1
+    ex.execute(a)
+    clock[0] = 0.4
+    ex.execute(b)
+    clock[0] = 0.5
+    await ex._tick(ex._on_slide_tick)
+    assert out.emits == [("default", [3], [a, b])]  # anchored to every tuple of the window
+    window = bolt.windows[0]
+    assert window.end_timestamp == 1_000_499 and window.start_timestamp == 999_499
+    clock[0] = 0.9
+    ex.execute(c)
+    clock[0] = 1.0
+    await ex._tick(ex._on_slide_tick)
+    assert out.emits[-1] == ("default", [6], [a, b, c]) and out.acks == []
+    clock[0] = 1.5  # the window ends at 1.499 s: a (0.1 s) and b (0.4 s) are 1 s old or more
+    await ex._tick(ex._on_slide_tick)
+    assert out.acks == [a, b]  # acked as they leave the window, not before
+    assert out.emits[-1] == ("default", [3], [c])
+    assert bolt.windows[-1].get_expired() == [a, b]
+    clock[0] = 2.0
+    await ex._tick(ex._on_slide_tick)
+    assert out.acks == [a, b, c]
+    await ex.cleanup()
+
+
+async def test_emits_outside_execute_window_are_not_anchored() -> None:
+    bolt = Sum()
+    ex, out, _ = await prepared(bolt.with_tumbling_window(Count(2)))
+    ex.execute(number(1))
+    ex.execute(number(2))
+    assert out.emits[-1][2] is not None
+    ex.bolt.collector.emit([0])
+    assert out.emits[-1] == ("default", [0], None)
+    await ex.cleanup()

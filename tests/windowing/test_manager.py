@@ -1,0 +1,152 @@
+"""Count, time and tumbling windows in processing time, driven by hand (pure cores)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.windowing.manager import EXPIRE_EVENTS_THRESHOLD, WindowManager
+from engine.windowing.policies import (
+    CountTrigger,
+    EvictionContext,
+    TimeEviction,
+    WatermarkTimeEviction,
+)
+from engine.windowing.spec import Count, Duration
+from tests.windowing.helpers import Driver
+
+
+def test_sliding_count_window() -> None:
+    d = Driver(Count(5), Count(2))
+    for i in range(1, 11):
+        d.add(i, ts=i)
+    assert d.windows() == [[1, 2], [1, 2, 3, 4], [2, 3, 4, 5, 6], [4, 5, 6, 7, 8],
+                           [6, 7, 8, 9, 10]]
+    acts = d.activations
+    assert [a.new for a in acts] == [[1, 2], [3, 4], [5, 6], [7, 8], [9, 10]]
+    assert [a.expired for a in acts] == [[], [], [1], [2, 3], [4, 5]]
+    assert d.expired == [1, 2, 3, 4, 5]
+
+
+def test_count_window_sliding_every_tuple_by_default() -> None:
+    d = Driver(Count(3))
+    for i in range(1, 6):
+        d.add(i, ts=i)
+    assert d.windows() == [[1], [1, 2], [1, 2, 3], [2, 3, 4], [3, 4, 5]]
+
+
+def test_tumbling_count_window() -> None:
+    d = Driver(Count(3), Count(3))
+    for i in range(1, 10):
+        d.add(i, ts=i)
+    assert d.windows() == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    assert [a.expired for a in d.activations] == [[], [1, 2, 3], [4, 5, 6]]
+    assert [a.new for a in d.activations] == d.windows()
+
+
+def test_sliding_time_window_expires_after_its_length() -> None:
+    """Length 1 s, slide 100 ms; the timer fires on time every 100 ms."""
+    d = Driver(Duration(1), Duration(0.1))
+    d.add("a", ts=1000)
+    d.add("b", ts=1450)
+    d.fire(1100)
+    assert d.windows() == [["a"]]  # b is stamped after the window's end (1099)
+    d.fire(1200)
+    d.fire(1300)
+    d.fire(1400)
+    d.fire(1500)
+    assert d.windows()[-1] == ["a", "b"]
+    assert d.activations[-1].new == ["b"]
+    for now in range(1600, 2001, 100):
+        d.fire(now)
+    assert d.expired == []  # at 2000 the end is 1999: a is 999 ms old
+    d.fire(2100)
+    assert d.expired == ["a"]
+    assert d.activations[-1].items == ["b"]
+    assert d.activations[-1].expired == ["a"]
+    assert d.activations[-1].reference_time == 2099
+
+
+def test_empty_time_window_does_not_activate() -> None:
+    d = Driver(Duration(0.5), Duration(0.5))
+    d.fire(1000)
+    d.add("x", ts=1200)
+    d.fire(1500)
+    d.fire(2000)
+    d.fire(2500)
+    assert d.windows() == [["x"]]
+    assert d.expired == ["x"]
+
+
+def test_tumbling_time_window() -> None:
+    d = Driver(Duration(1), Duration(1))
+    for ts in (100, 600, 900):
+        d.add(ts, ts=ts)
+    d.fire(1000)
+    for ts in (1200, 1999):
+        d.add(ts, ts=ts)
+    d.fire(2000)
+    assert d.windows() == [[100, 600, 900], [1200, 1999]]
+    assert d.activations[1].expired == [100, 600, 900]
+
+
+def test_a_late_timer_widens_the_window_to_cover_the_drift() -> None:
+    """Storm's drift correction: a timer 300 ms late keeps events the slip would drop."""
+    d = Driver(Duration(1), Duration(0.5))
+    d.fire(1000)
+    d.add("a", ts=1100)
+    d.fire(1500)
+    d.fire(2000)
+    d.fire(2800)  # 300 ms late: delta = 300, so a (1699 ms old at the end 2799) stays
+    assert d.windows()[-1] == ["a"]
+    d.fire(3000)  # on time again: delta = -300; a is 1899 ms old
+    assert d.expired == ["a"]
+
+
+def test_duration_window_counting_slide() -> None:
+    d = Driver(Duration(1), Count(2))
+    d.add("a", ts=0)
+    d.add("b", ts=100)
+    d.add("c", ts=1500)
+    d.add("d", ts=1600)
+    assert d.windows() == [["a", "b"], ["c", "d"]]
+    assert d.expired == ["a", "b"]
+
+
+def test_queue_is_compacted_between_evaluations() -> None:
+    """Memory follows the window: expired events leave every 100 adds, not at the slide."""
+    d = Driver(Count(10), Count(10_000))
+    for i in range(EXPIRE_EVENTS_THRESHOLD * 5):
+        d.add(i, ts=i)
+        assert len(d.manager.queue) <= 10 + EXPIRE_EVENTS_THRESHOLD
+    assert d.windows() == []
+    assert len(d.expired) >= EXPIRE_EVENTS_THRESHOLD * 5 - 10 - EXPIRE_EVENTS_THRESHOLD
+    assert d.expired == list(range(len(d.expired)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 3000), max_size=60), st.lists(st.integers(0, 4000), max_size=8),
+       st.booleans())
+def test_time_thresholds_agree_with_the_per_event_rule(stamps: list[int], refs: list[int],
+                                                       watermark: bool) -> None:
+    """The threshold scan of time policies decides exactly as their ``evict``."""
+    def run(by_thresholds: bool) -> list[Any]:
+        eviction: Any = (WatermarkTimeEviction(1000, 200) if watermark
+                         else TimeEviction(1000))
+        manager = WindowManager(eviction, lambda m, e: CountTrigger(10**9, m, e))
+        if not by_thresholds:
+            manager._scan_times = None  # type: ignore[assignment]
+            eviction.thresholds = None
+        for i, ts in enumerate(stamps):
+            manager.add(i, ts, now=ts)
+        seen = []
+        for ref in refs:
+            eviction.set_context(EvictionContext(ref, sliding_interval=500))
+            manager.on_trigger()
+            seen.append([(type(o).__name__, getattr(o, "items", None)) for o in
+                         manager.take_outputs()])
+        return seen
+
+    assert run(True) == run(False)
