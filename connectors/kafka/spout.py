@@ -295,6 +295,8 @@ class KafkaSpout(Spout):
 
     def _give_up(self, part: Partition, pending: Pending, attempts: int, reason: str,
                  trace: str | None = None, failed_by: str | None = None) -> None:
+        if self._halted is not None:
+            return  # left undone and uncommitted: read again after the restart
         breaker = self._breaker
         if breaker is not None:
             tripped = breaker.give_up(self._loop.time())
