@@ -140,7 +140,7 @@ class KafkaBolt(Bolt):
             answered = self._produced + self._errors
             still = stall.check(answered, self._sent > answered, now)
             if still >= self.outage_after_secs:
-                self._outage.down(now, f"no produce answered for {still:.0f} s")
+                self._outage.down(now - still, f"no produce answered for {still:.0f} s")
 
     def metrics(self) -> dict[str, Any]:
         """This task's records confirmed by the broker and produce errors (failed tuples)."""

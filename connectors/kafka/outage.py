@@ -34,7 +34,8 @@ class Outage:
         return self._since
 
     def down(self, now: float, cause: str) -> None:
-        """An error or stall that means the broker cannot be reached."""
+        """An error or stall that means the broker cannot be reached (``now``: when it was
+        first seen; a stall reports when the answers stopped)."""
         self._errors += 1
         if self._since is None:
             self._since = now

@@ -377,7 +377,7 @@ class KafkaSpout(Spout):
                 continue  # a rebalance ran between the two calls: look again next time
             still = stall.check(marker, bool(fetching) and self._halted is None, now)
             if still >= self.outage_after_secs:
-                self._outage.down(now, f"no fetch answered for {still:.0f} s")
+                self._outage.down(now - still, f"no fetch answered for {still:.0f} s")
             elif still == 0.0 and fetching:
                 self._outage.up(now)
 
