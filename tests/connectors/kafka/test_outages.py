@@ -14,26 +14,20 @@ import pytest
 
 from connectors.kafka import KafkaBolt, KafkaSpout
 from connectors.kafka.testing_broker import TestingBroker
-from engine import BasicBolt, Config, LocalCluster, TopologyBuilder
-from tests.connectors.kafka.helpers import FAST_GROUP, eventually, produce, read_all, unique
+from engine import Config, LocalCluster, TopologyBuilder
+from tests.connectors.kafka.helpers import (
+    FAST_GROUP,
+    Slow,
+    eventually,
+    produce,
+    read_all,
+    unique,
+)
 from tests.connectors.kafka.netfault import FaultyLink, free_port
 
 # Short client timeouts so that a blackholed request is given up on within seconds.
 CLIENT = {"request_timeout_ms": 3000, "retry_backoff_ms": 100, "metadata_max_age_ms": 5000}
 
-
-class Slow(BasicBolt):
-    """Passes ``(key, value)`` on after ``delay`` seconds, so tuples are in flight."""
-
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
-
-    def declare_output_fields(self, declarer: Any) -> None:
-        declarer.declare(["key", "value"])
-
-    async def execute(self, tup: Any, collector: Any) -> None:
-        await asyncio.sleep(self.delay)
-        collector.emit([tup["key"], tup["value"]])
 
 
 @pytest.fixture

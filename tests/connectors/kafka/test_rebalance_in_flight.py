@@ -3,29 +3,22 @@ lost, and duplicates stay within what was in flight when the partitions moved.""
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from typing import Any
 
 from connectors.kafka import KafkaBolt, KafkaSpout
-from engine import BasicBolt, Config, LocalCluster, TopologyBuilder
-from tests.connectors.kafka.helpers import FAST_GROUP, eventually, produce, read_all, unique
+from engine import Config, LocalCluster, TopologyBuilder
+from tests.connectors.kafka.helpers import (
+    FAST_GROUP,
+    Slow,
+    eventually,
+    produce,
+    read_all,
+    unique,
+)
 
 PENDING = 100  # topology.max.spout.pending: the most records one member has in flight
 
-
-class Slow(BasicBolt):
-    """Passes ``(key, value)`` on after ``delay`` seconds."""
-
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
-
-    def declare_output_fields(self, declarer: Any) -> None:
-        declarer.declare(["key", "value"])
-
-    async def execute(self, tup: Any, collector: Any) -> None:
-        await asyncio.sleep(self.delay)
-        collector.emit([tup["key"], tup["value"]])
 
 
 def member(bootstrap: str, source: str, sink: str, group: str) -> Any:
