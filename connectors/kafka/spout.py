@@ -385,6 +385,10 @@ class KafkaSpout(Spout):
         """This task's figures: per partition ``committed``, ``high_watermark`` (from the
         last fetch), ``lag`` and ``position``; failed-topic records written and write
         retries; the dead-letter breaker and whether the task halted."""
+        if not hasattr(self, "_fetcher"):
+            return {"partitions": [], "failed_topic_records": 0, "failed_topic_retries": 0,
+                    "failed_topic_truncated": 0, "halted": None, "dead_letter": None,
+                    "broker_unreachable_since": None}  # not opened (yet)
         consumer = self._consumer
         partitions = []
         for part in list(self._fetcher.parts.values()):

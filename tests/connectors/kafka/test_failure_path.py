@@ -55,6 +55,18 @@ class OpenedSpout(KafkaSpout):
         self.tasks.append(self)
 
 
+class OpenedBolt(KafkaBolt):
+    """A ``KafkaBolt`` that lists its prepared tasks in ``tasks``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tasks: list[KafkaBolt] = []
+
+    async def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        await super().prepare(conf, context, collector)
+        self.tasks.append(self)
+
+
 def topology(bootstrap: str, source: str, sink: str, group: str, failed: str,
              boom: frozenset[int] = frozenset(), **spout_options: Any) -> tuple[Any, OpenedSpout]:
     options = {**FAST_GROUP, "commit_interval_secs": 0.3, "value_format": "json",
@@ -64,7 +76,7 @@ def topology(bootstrap: str, source: str, sink: str, group: str, failed: str,
     builder = TopologyBuilder()
     builder.set_spout("kafka", spout)
     builder.set_bolt("parse", Parse(boom), 2).shuffle_grouping("kafka")
-    builder.set_bolt("out", KafkaBolt(sink, bootstrap, key_field="key", value_field="value"),
+    builder.set_bolt("out", OpenedBolt(sink, bootstrap, key_field="key", value_field="value"),
                      ).shuffle_grouping("parse")
     return builder.create_topology(), spout
 
@@ -209,3 +221,38 @@ async def test_an_all_poison_topic_stops_at_the_breaker_limit(kafka_broker, capl
     assert done[0] is None or done[0] <= 50
     # Records given up after the trip stay where they are, for after the fix.
     assert written_at_halt <= len(await read_all(bootstrap, failed)) == 50
+
+
+async def test_metrics_give_partitions_and_failed_topic_figures(kafka_broker) -> None:
+    bootstrap = kafka_broker.bootstrap
+    source, sink, failed, group = await topics(kafka_broker, 2)
+    await produce(bootstrap, source, [(b"k%d" % i, orjson.dumps({"n": i})) for i in range(40)])
+    topo, spout = topology(bootstrap, source, sink, group, failed, boom=frozenset({5}))
+    assert spout.metrics()["partitions"] == []  # before open: empty figures, no error
+    ends = await high_watermarks(bootstrap, source)
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("metrics", conf(), topo)
+
+        async def at_end() -> bool:
+            return await committed(bootstrap, group, source) == ends
+
+        await eventually(at_end, 40, "everything committed")
+        [task] = spout.tasks
+        metrics = task.metrics()
+        bolt = cluster_bolt(topo)
+        [bolt_task] = bolt.tasks
+        assert bolt_task.metrics() == {"produced": 39, "produce_errors": 0}
+        await cluster.kill_topology("metrics", wait_secs=5)
+    rows = sorted(metrics["partitions"], key=lambda row: row["partition"])
+    assert [(r["topic"], r["partition"]) for r in rows] == [(source, 0), (source, 1)]
+    for row in rows:
+        end = ends[row["partition"]]
+        assert (row["committed"], row["high_watermark"], row["lag"], row["position"]) == (
+            end, end, 0, end)
+    assert (metrics["failed_topic_records"], metrics["failed_topic_retries"]) == (1, 0)
+    assert metrics["halted"] is None and metrics["dead_letter"] is None
+
+
+def cluster_bolt(topo: Any) -> OpenedBolt:
+    """The ``out`` bolt object of a topology built by ``topology``."""
+    return topo.components["out"].obj
