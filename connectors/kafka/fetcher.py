@@ -91,6 +91,8 @@ class Fetcher:
         self.buffer: deque[tuple[Partition, Pending]] = deque()
         self.wake = asyncio.Event()  # set when a paused partition or a full buffer frees up
         self.halted = False  # set for good: every partition paused, nothing more committed
+        # Told of a failed commit instead of the default WARNING line (the spout throttles).
+        self.on_commit_error: Callable[[BaseException], None] | None = None
         self.listener = _Listener(self)
 
     def lookup(self, msg_id: MsgId) -> tuple[Partition, Pending] | None:
@@ -220,7 +222,10 @@ class Fetcher:
         try:
             await self.consumer.commit(offsets)
         except KafkaError as exc:
-            log.warning("commit of %s failed: %s: %s", offsets, type(exc).__name__, exc)
+            if self.on_commit_error is not None:
+                self.on_commit_error(exc)
+            else:
+                log.warning("commit of %s failed: %s: %s", offsets, type(exc).__name__, exc)
             return
         for p in chosen:
             if p.tp in offsets:

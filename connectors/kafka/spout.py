@@ -199,6 +199,7 @@ class KafkaSpout(Spout):
             self._consumer, self.decoder, self._undecodable, self._before_revoke,
             max_uncommitted=self.max_uncommitted_offsets, max_buffer=self.buffer_size,
             commit_interval=self.commit_interval_secs)
+        self._fetcher.on_commit_error = self._report
         try:
             await self._start_clients()
         except BaseException:
@@ -355,9 +356,11 @@ class KafkaSpout(Spout):
             await self._writer.wait_idle(5.0)
 
     def _report(self, exc: BaseException) -> None:
+        """A fetch-loop or commit error: an outage, or reported once per kind per interval."""
+        now = self._loop.time()
         if is_outage(exc):
-            self._outage.down(self._loop.time(), describe(exc))
-        else:
+            self._outage.down(now, describe(exc))
+        elif self._throttle.allow(("error", type(exc)), now)[0]:
             self._collector.report_error(exc)
 
     async def _watch(self) -> None:
