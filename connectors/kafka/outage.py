@@ -20,34 +20,31 @@ class Outage:
     number of ``down`` calls; ``up`` while reachable logs nothing.
     """
 
-    __slots__ = ("_errors", "_log", "_since", "_who")
+    __slots__ = ("_errors", "_log", "_who", "down_since")
 
     def __init__(self, who: str, log: logging.Logger) -> None:
         self._who = who
         self._log = log
-        self._since: float | None = None
+        #: when the current outage started (loop time), or None while reachable; a plain
+        #: attribute, so callers on a per-record path can test it cheaply before ``up``
+        self.down_since: float | None = None
         self._errors = 0
-
-    @property
-    def down_since(self) -> float | None:
-        """When the current outage started (loop time), or None while reachable."""
-        return self._since
 
     def down(self, now: float, cause: str) -> None:
         """An error or stall that means the broker cannot be reached (``now``: when it was
         first seen; a stall reports when the answers stopped)."""
         self._errors += 1
-        if self._since is None:
-            self._since = now
+        if self.down_since is None:
+            self.down_since = now
             self._log.warning("%s: Kafka broker unreachable (%s); retrying quietly until it "
                               "answers", self._who, cause)
 
     def up(self, now: float) -> None:
         """The broker answered."""
-        since = self._since
+        since = self.down_since
         if since is None:
             return
-        self._since = None
+        self.down_since = None
         errors, self._errors = self._errors, 0
         self._log.info("%s: Kafka broker reachable again after an outage of %.1f s "
                        "(%d errors meanwhile)", self._who, now - since, errors)
