@@ -44,7 +44,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -58,6 +57,12 @@ from connectors.kafka.fetcher import Fetcher, MsgId, Partition, Pending
 from connectors.kafka.kafka_errors import describe, is_outage
 from connectors.kafka.outage import Outage, StallWatch
 from connectors.kafka.retry import Backoff, RetryQueue
+from connectors.kafka.spout_options import (
+    DEFAULT_FAILED_MAX_BYTES,
+    KafkaSpoutMetrics,
+    consumer_config,
+    producer_config,
+)
 from connectors.kafka.throttle import DEFAULT_INTERVAL_SECS, LogThrottle, throttle_aiokafka
 from engine import Spout
 
@@ -68,52 +73,7 @@ log = logging.getLogger("connectors.kafka")
 EMIT_BATCH = 100
 """Most tuples one ``next_tuple`` call emits (fewer under ``topology.max.spout.pending``)."""
 
-_CONSUMER_DEFAULTS: dict[str, Any] = {
-    "enable_auto_commit": False,
-    "auto_offset_reset": "earliest",  # as storm-kafka-client's UNCOMMITTED_EARLIEST
-}
-
-_FORBIDDEN = {
-    "enable_auto_commit": "the spout commits only what is done; auto commit would lose records",
-    "key_deserializer": "use value_format; the spout decodes so bad records reach failed_topic",
-    "value_deserializer": "use value_format; the spout decodes so bad records reach failed_topic",
-}
-
-_PRODUCER_LIMIT = 1_048_576  # aiokafka's default max_request_size
-_RECORD_OVERHEAD = 1024  # batch and record headers around a failed record's JSON
 _WATCH_SECS = 1.0  # how often the outage watch and the breaker's window look
-
-
-@dataclass(slots=True)
-class KafkaSpoutMetrics:
-    """Counters of one ``KafkaSpout`` instance (``spout.counters``), shared by all its
-    tasks (api.md §2); per-task figures come from ``metrics()``."""
-
-    retried: int = 0
-    """Re-emits after a fail."""
-    failed_records: int = 0
-    """Records written to ``failed_topic`` (given up, or undecodable)."""
-    decode_failures: int = 0
-    """Records whose key or value did not decode with ``value_format``."""
-    dropped: int = 0
-    """Records given up with no ``failed_topic`` set (logged, offset done, as Storm)."""
-    halted: str | None = None
-    """Why a task of the spout halted (dead-letter limit, unwritable failed topic), or None."""
-
-
-def consumer_config(consumer_options: Mapping[str, Any]) -> dict[str, Any]:
-    """The spout's consumer defaults overlaid with the user's options (theirs win)."""
-    for key, why in _FORBIDDEN.items():
-        if key in consumer_options and not (key == "enable_auto_commit"
-                                            and not consumer_options[key]):
-            raise ValueError(f"KafkaSpout: consumer option {key!r} is not supported: {why}")
-    return {**_CONSUMER_DEFAULTS, **consumer_options}
-
-
-def producer_config(consumer_options: Mapping[str, Any]) -> dict[str, Any]:
-    """Options of the failed-topic producer: the consumer's connection and security ones."""
-    return client_options.build(client_options.shared(consumer_options), {"acks": "all"},
-                                "KafkaSpout failed-topic producer")
 
 
 class KafkaSpout(Spout):
@@ -165,7 +125,7 @@ class KafkaSpout(Spout):
         self.outage_after_secs = outage_after_secs
         self.consumer_options = client_options.build(consumer_config(consumer_options),
                                                      who="KafkaSpout")
-        self.failed_max_bytes = (_PRODUCER_LIMIT - _RECORD_OVERHEAD if failed_max_bytes is None
+        self.failed_max_bytes = (DEFAULT_FAILED_MAX_BYTES if failed_max_bytes is None
                                  else failed_max_bytes)
         self.counters = KafkaSpoutMetrics()
 
