@@ -4,17 +4,30 @@ Guarantee: a tuple is acked only after the broker confirmed its record (with the
 producer's ``acks``, default ``"all"``), and failed if the produce fails, so the spout
 replays it: at least once on ``topic``. ``execute`` does not wait for the confirmation;
 records are batched by the producer and tuples are acked from the delivery callbacks.
+
+A failed produce fails the tuple with the error as its reason (``"MessageSizeTooLargeError:
+..."``), so the spout's failed record says why. Errors are not logged per record: an outage
+is one WARNING when it starts and one INFO when it ends (``outage.py``; a blackhole, where
+records are sent and no answer comes for ``outage_after_secs``, counts as one), and any
+other produce error one line per kind per ``log_throttle_secs``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
 
+from connectors.kafka import client_options
 from connectors.kafka.codec import check_value_format, encode_key, encode_value
+from connectors.kafka.kafka_errors import describe, is_outage
+from connectors.kafka.outage import Outage, StallWatch
+from connectors.kafka.throttle import DEFAULT_INTERVAL_SECS, LogThrottle, throttle_aiokafka
 from engine import Bolt
 
 __all__ = ["KafkaBolt"]
@@ -29,27 +42,44 @@ class KafkaBolt(Bolt):
 
     With ``value_field=None`` the value is the tuple's only field for "str"/"bytes", and a
     JSON object of all fields for "json". ``producer_options`` go to ``AIOKafkaProducer``
-    (SASL/SSL included) and override the bolt's defaults.
+    (SASL/SSL included, see ``client_options``) and override the bolt's defaults.
     """
 
     def __init__(self, topic: str, bootstrap_servers: str | list[str], *,
                  key_field: str | None = None, value_field: str | None = None,
-                 value_format: str = "str", **producer_options: Any) -> None:
+                 value_format: str = "str", log_throttle_secs: float = DEFAULT_INTERVAL_SECS,
+                 outage_after_secs: float = 15.0, **producer_options: Any) -> None:
         if not isinstance(topic, str) or not topic:
             raise ValueError(f"KafkaBolt: topic must be a non-empty str, got {topic!r}")
+        if log_throttle_secs < 0 or outage_after_secs <= 0:
+            raise ValueError("KafkaBolt: log_throttle_secs must be >= 0 and "
+                             "outage_after_secs > 0")
+        self.log_throttle_secs = log_throttle_secs
+        self.outage_after_secs = outage_after_secs
         self.topic = topic
         self.bootstrap_servers = bootstrap_servers
         self.key_field = key_field
         self.value_field = value_field
         self.value_format = check_value_format(value_format)
-        self.producer_options = {**_PRODUCER_DEFAULTS, **producer_options}
+        self.producer_options = client_options.build(producer_options, _PRODUCER_DEFAULTS,
+                                                     "KafkaBolt")
 
     async def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
-        """Start this task's producer."""
+        """Start this task's producer and its outage watch."""
         self._collector = collector
+        self._loop = asyncio.get_running_loop()
+        self._component = context.component_id
+        self._outage = Outage(f"KafkaBolt {self._component!r} task {context.task_id}", log)
+        self._throttle = LogThrottle(self.log_throttle_secs)
+        throttle_aiokafka(self.log_throttle_secs)
+        self._sent = 0
+        self._produced = 0
+        self._errors = 0
         self._producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap_servers,
                                           **self.producer_options)
         await self._producer.start()
+        self._watch_task = asyncio.create_task(self._watch(),
+                                               name=f"kafka-bolt-watch-{context.task_id}")
 
     def _value(self, tup: Any) -> Any:
         if self.value_field is not None:
@@ -68,20 +98,62 @@ class KafkaBolt(Bolt):
             return
         key = encode_key(tup[self.key_field]) if self.key_field is not None else None
         value = encode_value(self._value(tup), self.value_format)
-        future = await self._producer.send(self.topic, value, key=key)
+        self._sent += 1
+        try:
+            future = await self._producer.send(self.topic, value, key=key)
+        except KafkaError as exc:  # refused before sending (too large, no metadata)
+            self._failed(tup, exc)
+            return
         future.add_done_callback(lambda f, tup=tup: self._delivered(tup, f))
 
     def _delivered(self, tup: Any, future: Any) -> None:
         exc = None if future.cancelled() else future.exception()
         if exc is None and not future.cancelled():
+            self._produced += 1
             self._collector.ack(tup)
+            if self._outage.down_since is not None:
+                self._outage.up(self._loop.time())
             return
-        self._collector.fail(tup)
-        if exc is not None:
-            self._collector.report_error(exc)
+        self._failed(tup, exc or asyncio.CancelledError("produce cancelled"))
+
+    def _failed(self, tup: Any, exc: BaseException) -> None:
+        """Fail ``tup`` with ``exc`` as its reason; log the outage or the error kind once."""
+        self._errors += 1
+        reason = describe(exc)
+        self._collector.fail(tup, reason=reason)
+        now = self._loop.time()
+        if is_outage(exc):
+            self._outage.down(now, reason)
+            return
+        allowed, held = self._throttle.allow(type(exc), now)
+        if allowed:
+            log.error("%s: produce to %r failed, tuple failed (%s)%s", self._component,
+                      self.topic, reason, f"; {held} more since the last line" if held else "")
+
+    async def _watch(self) -> None:
+        """Every second: an outage when sends stay unanswered (a blackhole); the next
+        confirmed record ends it."""
+        stall = StallWatch()
+        while True:
+            await asyncio.sleep(1.0)
+            now = self._loop.time()
+            answered = self._produced + self._errors
+            still = stall.check(answered, self._sent > answered, now)
+            if still >= self.outage_after_secs:
+                self._outage.down(now - still, f"no produce answered for {still:.0f} s")
+
+    def metrics(self) -> dict[str, Any]:
+        """This task's records confirmed by the broker and produce errors (failed tuples)."""
+        return {"produced": getattr(self, "_produced", 0),
+                "produce_errors": getattr(self, "_errors", 0)}
 
     async def cleanup(self) -> None:
         """Wait for outstanding records (their tuples are acked or failed), then stop."""
+        task = getattr(self, "_watch_task", None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         producer = getattr(self, "_producer", None)
         if producer is not None:
             await producer.stop()  # flushes first

@@ -38,15 +38,16 @@ MsgId = tuple[str, int, int]
 
 
 class Pending:
-    """One fetched record not yet done: its tuple values and how often it failed."""
+    """One fetched record not yet done: its tuple values, how often it failed and why."""
 
-    __slots__ = ("failures", "msg_id", "record", "values")
+    __slots__ = ("failures", "msg_id", "reason", "record", "values")
 
     def __init__(self, msg_id: MsgId, values: list[Any] | None, record: Any) -> None:
         self.msg_id = msg_id
         self.values = values  # None: undecodable, never emitted
         self.record = record
         self.failures = 0
+        self.reason: Any = None  # the latest failure's cause, if the engine gave one
 
 
 class Partition:
@@ -89,6 +90,9 @@ class Fetcher:
         self.parts: dict[TopicPartition, Partition] = {}
         self.buffer: deque[tuple[Partition, Pending]] = deque()
         self.wake = asyncio.Event()  # set when a paused partition or a full buffer frees up
+        self.halted = False  # set for good: every partition paused, nothing more committed
+        # Told of a failed commit instead of the default WARNING line (the spout throttles).
+        self.on_commit_error: Callable[[BaseException], None] | None = None
         self.listener = _Listener(self)
 
     def lookup(self, msg_id: MsgId) -> tuple[Partition, Pending] | None:
@@ -196,7 +200,8 @@ class Fetcher:
                   if part.offsets is not None and part.offsets.uncommitted >= cap}
         for tp, part in self.parts.items():
             part.paused = tp in capped  # acks on it wake the fetch loop
-        want = set(assigned) if len(self.buffer) >= self.max_buffer else capped & assigned
+        full = self.halted or len(self.buffer) >= self.max_buffer
+        want = set(assigned) if full else capped & assigned
         paused = self.consumer.paused()
         if to_pause := want - paused:
             self.consumer.pause(*to_pause)
@@ -205,7 +210,10 @@ class Fetcher:
         return len(assigned) - len(want), len(want)
 
     async def commit(self, parts: Iterable[Partition] | None = None) -> None:
-        """Commit each partition's first not-done offset (Kafka's "last processed + 1")."""
+        """Commit each partition's first not-done offset (Kafka's "last processed + 1");
+        nothing once halted."""
+        if self.halted:
+            return
         chosen = list(self.parts.values() if parts is None else parts)
         offsets = {p.tp: p.offsets.committable for p in chosen
                    if p.offsets is not None and p.offsets.needs_commit()}
@@ -214,7 +222,10 @@ class Fetcher:
         try:
             await self.consumer.commit(offsets)
         except KafkaError as exc:
-            log.warning("commit of %s failed: %s: %s", offsets, type(exc).__name__, exc)
+            if self.on_commit_error is not None:
+                self.on_commit_error(exc)
+            else:
+                log.warning("commit of %s failed: %s: %s", offsets, type(exc).__name__, exc)
             return
         for p in chosen:
             if p.tp in offsets:

@@ -15,9 +15,24 @@ Guarantees, per record of an assigned partition:
   duplicates bounded by what was in flight;
 - an offset already committed is never emitted again by this task.
 
-Without ``failed_topic``, a given-up record is logged, counted in ``metrics.dropped`` and its
-offset counts as done (Storm's behaviour). A failed-topic write that fails is retried every
-second while the partition is owned, holding back that partition's commits meanwhile.
+Without ``failed_topic``, a given-up record is logged, counted in ``counters.dropped`` and
+its offset counts as done (Storm's behaviour).
+
+The failure path (``docs/kafka.md``):
+
+- the failed record's ``reason`` is the last failure's cause as the engine reports it to
+  ``fail(msg_id, reason=...)``: the bolt's exception (with ``error_trace``), the reason
+  given to ``collector.fail``, or ``"timed out after T s"``; fails are also logged, at most
+  once per ``log_throttle_secs``;
+- a record the replay job wrote back carries its first failure's coordinates and attempts
+  in headers: its next failed record keeps those coordinates and keeps counting attempts;
+- a failed record too large for the failed topic is cut to fit (``fit.py``); a failed
+  topic that refuses records for good (invalid, not authorised) halts the spout;
+- with ``dead_letter_limit`` (``breaker.py``) the spout halts once too many records are
+  given up: halted, it emits nothing, pauses every partition and commits nothing more,
+  after one CRITICAL line; ``counters.halted`` and ``metrics()`` say why;
+- a broker outage or a stalled fetch (no answer for ``outage_after_secs``: a network
+  blackhole) is one WARNING, its end one INFO with its length (``outage.py``).
 
 Records live in the task's memory between fetch and done (retries are replayed from there,
 not re-fetched); ``max_uncommitted_offsets`` per partition bounds that.
@@ -29,18 +44,27 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
+from connectors.kafka import client_options
+from connectors.kafka.breaker import DeadLetterBreaker, DeadLetterLimit
 from connectors.kafka.codec import Decoder
-from connectors.kafka.failed import FailedRecord
+from connectors.kafka.failed import FailedRecord, ReplayOrigin
 from connectors.kafka.failed_writer import FailedWriter
 from connectors.kafka.fetcher import Fetcher, MsgId, Partition, Pending
+from connectors.kafka.kafka_errors import describe, is_outage
+from connectors.kafka.outage import Outage, StallWatch
 from connectors.kafka.retry import Backoff, RetryQueue
+from connectors.kafka.spout_options import (
+    DEFAULT_FAILED_MAX_BYTES,
+    KafkaSpoutMetrics,
+    consumer_config,
+    producer_config,
+)
+from connectors.kafka.throttle import DEFAULT_INTERVAL_SECS, LogThrottle, throttle_aiokafka
 from engine import Spout
-from engine.clock import now
 
 __all__ = ["KafkaSpout", "KafkaSpoutMetrics"]
 
@@ -49,53 +73,7 @@ log = logging.getLogger("connectors.kafka")
 EMIT_BATCH = 100
 """Most tuples one ``next_tuple`` call emits (fewer under ``topology.max.spout.pending``)."""
 
-_CONSUMER_DEFAULTS: dict[str, Any] = {
-    "enable_auto_commit": False,
-    "auto_offset_reset": "earliest",  # as storm-kafka-client's UNCOMMITTED_EARLIEST
-}
-
-_FORBIDDEN = {
-    "enable_auto_commit": "the spout commits only what is done; auto commit would lose records",
-    "key_deserializer": "use value_format; the spout decodes so bad records reach failed_topic",
-    "value_deserializer": "use value_format; the spout decodes so bad records reach failed_topic",
-}
-
-# Connection and security options the failed-topic producer shares with the consumer.
-_SHARED_CLIENT_OPTIONS = (
-    "client_id", "api_version", "request_timeout_ms", "retry_backoff_ms", "metadata_max_age_ms",
-    "connections_max_idle_ms", "security_protocol", "ssl_context", "sasl_mechanism",
-    "sasl_plain_username", "sasl_plain_password", "sasl_kerberos_service_name",
-    "sasl_kerberos_domain_name", "sasl_oauth_token_provider",
-)
-
-
-@dataclass(slots=True)
-class KafkaSpoutMetrics:
-    """Counters of one ``KafkaSpout`` instance, shared by all its tasks (api.md §2)."""
-
-    retried: int = 0
-    """Re-emits after a fail."""
-    failed_records: int = 0
-    """Records written to ``failed_topic`` (given up, or undecodable)."""
-    decode_failures: int = 0
-    """Records whose key or value did not decode with ``value_format``."""
-    dropped: int = 0
-    """Records given up with no ``failed_topic`` set (logged, offset done, as Storm)."""
-
-
-def consumer_config(consumer_options: Mapping[str, Any]) -> dict[str, Any]:
-    """The spout's consumer defaults overlaid with the user's options (theirs win)."""
-    for key, why in _FORBIDDEN.items():
-        if key in consumer_options and not (key == "enable_auto_commit"
-                                            and not consumer_options[key]):
-            raise ValueError(f"KafkaSpout: consumer option {key!r} is not supported: {why}")
-    return {**_CONSUMER_DEFAULTS, **consumer_options}
-
-
-def producer_config(consumer_options: Mapping[str, Any]) -> dict[str, Any]:
-    """Options of the failed-topic producer: the consumer's connection and security ones."""
-    shared = {k: v for k, v in consumer_options.items() if k in _SHARED_CLIENT_OPTIONS}
-    return {"acks": "all", **shared}
+_WATCH_SECS = 1.0  # how often the outage watch and the breaker's window look
 
 
 class KafkaSpout(Spout):
@@ -104,8 +82,11 @@ class KafkaSpout(Spout):
     ``fields`` are taken from the record: any of ``topic``, ``partition``, ``offset``,
     ``key``, ``value``, ``timestamp``, ``headers``. Extra keywords beyond api.md:
     ``max_uncommitted_offsets`` (per partition, pause above it), ``commit_interval_secs``
-    (periodic commit), ``buffer_size`` (records fetched ahead). Everything else is passed to
-    ``AIOKafkaConsumer`` (SASL/SSL included) and overrides the spout's defaults.
+    (periodic commit), ``buffer_size`` (records fetched ahead), ``dead_letter_limit`` (a
+    ``DeadLetterLimit``; off by default), ``failed_max_bytes`` (largest failed record, by
+    default the producer's ``max_request_size`` less 1 KiB), ``log_throttle_secs`` and
+    ``outage_after_secs``. Everything else is passed to ``AIOKafkaConsumer`` (SASL/SSL
+    included, see ``client_options``) and overrides the spout's defaults.
     """
 
     def __init__(self, topics: str | Iterable[str], bootstrap_servers: str | list[str],
@@ -114,7 +95,10 @@ class KafkaSpout(Spout):
                  retry_backoff_secs: tuple[float, float] = (0.5, 30.0),
                  failed_topic: str | None = None, max_uncommitted_offsets: int = 10_000,
                  commit_interval_secs: float = 5.0, buffer_size: int = 10_000,
-                 **consumer_options: Any) -> None:
+                 dead_letter_limit: DeadLetterLimit | None = None,
+                 failed_max_bytes: int | None = None,
+                 log_throttle_secs: float = DEFAULT_INTERVAL_SECS,
+                 outage_after_secs: float = 15.0, **consumer_options: Any) -> None:
         self.topics = [topics] if isinstance(topics, str) else list(topics)
         if not self.topics or not all(isinstance(t, str) and t for t in self.topics):
             raise ValueError(f"KafkaSpout: topics must be a topic name or a non-empty list "
@@ -122,6 +106,9 @@ class KafkaSpout(Spout):
         if max_uncommitted_offsets < 1 or buffer_size < 1 or commit_interval_secs <= 0:
             raise ValueError("KafkaSpout: max_uncommitted_offsets and buffer_size must be "
                              ">= 1 and commit_interval_secs > 0")
+        if log_throttle_secs < 0 or outage_after_secs <= 0:
+            raise ValueError("KafkaSpout: log_throttle_secs must be >= 0 and "
+                             "outage_after_secs > 0")
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
         self.fields = tuple(fields)
@@ -133,18 +120,33 @@ class KafkaSpout(Spout):
         self.max_uncommitted_offsets = max_uncommitted_offsets
         self.commit_interval_secs = commit_interval_secs
         self.buffer_size = buffer_size
-        self.consumer_options = consumer_config(consumer_options)
-        self.metrics = KafkaSpoutMetrics()
+        self.dead_letter_limit = dead_letter_limit
+        self.log_throttle_secs = log_throttle_secs
+        self.outage_after_secs = outage_after_secs
+        self.consumer_options = client_options.build(consumer_config(consumer_options),
+                                                     who="KafkaSpout")
+        self.failed_max_bytes = (DEFAULT_FAILED_MAX_BYTES if failed_max_bytes is None
+                                 else failed_max_bytes)
+        self.counters = KafkaSpoutMetrics()
 
     def declare_output_fields(self, declarer: Any) -> None:
         """One stream, ``default``, with ``fields``."""
         declarer.declare(list(self.fields))
 
     async def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
-        """Connect, join the group and start the fetch and failed-topic loops."""
+        """Connect, join the group and start the fetch, failed-topic and watch loops."""
         self._collector = collector
         self._topology = getattr(context, "topology_name", None) or conf.get("topology.name")
         self._component = context.component_id
+        self._loop = asyncio.get_running_loop()
+        who = f"KafkaSpout {self._component!r} task {context.task_id}"
+        self._outage = Outage(who, log)
+        self._throttle = LogThrottle(self.log_throttle_secs)
+        throttle_aiokafka(self.log_throttle_secs)
+        limit = self.dead_letter_limit
+        self._breaker = None if limit is None else DeadLetterBreaker(limit)
+        self._halted: str | None = None
+        self._written = 0
         max_pending = conf.get("topology.max.spout.pending")
         self._emit_batch = min(EMIT_BATCH, max_pending) if max_pending else EMIT_BATCH
         self._retries: RetryQueue[tuple[Partition, Pending]] = RetryQueue()
@@ -157,6 +159,7 @@ class KafkaSpout(Spout):
             self._consumer, self.decoder, self._undecodable, self._before_revoke,
             max_uncommitted=self.max_uncommitted_offsets, max_buffer=self.buffer_size,
             commit_interval=self.commit_interval_secs)
+        self._fetcher.on_commit_error = self._report
         try:
             await self._start_clients()
         except BaseException:
@@ -167,24 +170,30 @@ class KafkaSpout(Spout):
         if self._writer is not None:
             self._tasks.append(asyncio.create_task(self._writer.run(),
                                                    name=f"kafka-failed-{context.task_id}"))
+        self._tasks.append(asyncio.create_task(self._watch(),
+                                               name=f"kafka-watch-{context.task_id}"))
 
     async def _start_clients(self) -> None:
         if self.failed_topic is not None:
             self._producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap_servers,
                                               **producer_config(self.consumer_options))
             await self._producer.start()
-            self._writer = FailedWriter(self._producer, self.failed_topic)
+            self._writer = FailedWriter(
+                self._producer, self.failed_topic, max_bytes=self.failed_max_bytes,
+                on_unwritable=self.halt, outage=self._outage, throttle=self._throttle)
         await self._consumer.start()
         self._consumer.subscribe(self.topics, listener=self._fetcher.listener)
 
     def next_tuple(self) -> None:
         """Emit due retries, then buffered records; never waits on the broker."""
+        if self._halted is not None:
+            return
         emit = self._collector.emit
         retries = self._retries
         if len(retries):
-            for part, pending in retries.pop_ready(now()):
+            for part, pending in retries.pop_ready(self._loop.time()):
                 if part.holds(pending):
-                    self.metrics.retried += 1
+                    self.counters.retried += 1
                     emit(pending.values, pending.msg_id)
         fetcher = self._fetcher
         buffer = fetcher.buffer
@@ -200,44 +209,105 @@ class KafkaSpout(Spout):
     def ack(self, msg_id: MsgId) -> None:
         """The record's tree completed: its offset is done."""
         self._fetcher.ack(msg_id)
+        if self._breaker is not None:
+            self._breaker.ok += 1
 
-    def fail(self, msg_id: MsgId) -> None:
-        """Schedule a retry, or after ``max_retries`` write the record to ``failed_topic``."""
+    def fail(self, msg_id: MsgId, reason: Any = None) -> None:
+        """Schedule a retry, or after ``max_retries`` write the record to ``failed_topic``.
+
+        ``reason`` (an ``engine.FailReason``, when the engine knows one) becomes the failed
+        record's ``reason`` and ``error_trace`` if this was the last retry.
+        """
+        if reason is not None:
+            self._log_fail(msg_id, reason)
         found = self._fetcher.lookup(msg_id)
         if found is None:
             return  # partition revoked since the emit: its new owner re-reads the record
         part, pending = found
         pending.failures += 1
+        pending.reason = reason
         delay = self.backoff.delay(pending.failures)
         if delay is not None:
-            self._retries.schedule((part, pending), now() + delay)
+            self._retries.schedule((part, pending), self._loop.time() + delay)
             return
         attempts = pending.failures
-        self._give_up(part, pending, attempts,
-                      f"tuple failed {attempts} times (max_retries={self.backoff.max_retries})")
+        if reason is None:
+            self._give_up(part, pending, attempts, f"tuple failed {attempts} times "
+                          f"(max_retries={self.backoff.max_retries})")
+        else:
+            self._give_up(part, pending, attempts, reason.message, reason.trace,
+                          reason.component)
+
+    def _log_fail(self, msg_id: MsgId, reason: Any) -> None:
+        allowed, held = self._throttle.allow(("fail", reason.kind), self._loop.time())
+        if allowed:
+            more = f"; {held} more {reason.kind} fails since the last line" if held else ""
+            log.warning("%s: tuple of record %s failed (%s%s): %s%s", self._component,
+                        msg_id, reason.kind, "" if reason.component is None
+                        else f" in {reason.component!r}", reason.message, more)
 
     def _undecodable(self, part: Partition, pending: Pending, reason: str) -> None:
-        self.metrics.decode_failures += 1
-        log.warning("%s: record %s not decodable: %s", self._component, pending.msg_id, reason)
-        self._give_up(part, pending, 0, reason)
+        self.counters.decode_failures += 1
+        allowed, held = self._throttle.allow("undecodable", self._loop.time())
+        if allowed:
+            log.warning("%s: record %s not decodable: %s%s", self._component, pending.msg_id,
+                        reason, f" ({held} more since the last line)" if held else "")
+        self._give_up(part, pending, 1, reason)
 
-    def _give_up(self, part: Partition, pending: Pending, attempts: int, reason: str) -> None:
+    def _give_up(self, part: Partition, pending: Pending, attempts: int, reason: str,
+                 trace: str | None = None, failed_by: str | None = None) -> None:
+        if self._halted is not None:
+            return  # left undone and uncommitted: read again after the restart
+        breaker = self._breaker
+        if breaker is not None:
+            tripped = breaker.give_up(self._loop.time())
+            if tripped is not None:
+                self.halt(f"dead-letter limit passed: {tripped}")
         if self._writer is None:
-            self.metrics.dropped += 1
-            log.warning("%s: dropping record %s (no failed_topic): %s",
-                        self._component, pending.msg_id, reason)
+            self.counters.dropped += 1
+            allowed, held = self._throttle.allow("dropped", self._loop.time())
+            if allowed:
+                log.warning("%s: dropping record %s (no failed_topic): %s%s", self._component,
+                            pending.msg_id, reason,
+                            f" ({held} more dropped since the last line)" if held else "")
             self._fetcher.done(part, pending)
             return
         rec = pending.record
-        payload = FailedRecord.now(
-            rec.topic, rec.partition, rec.offset, rec.key, rec.value or b"", attempts, reason,
-            self._topology, self._component).to_json()
+        where: dict[str, Any] = {"error_trace": trace, "failed_by": failed_by}
+        origin = ReplayOrigin.from_headers(rec.headers)
+        topic, partition, offset = rec.topic, rec.partition, rec.offset
+        if origin is not None:
+            topic, partition, offset = origin.topic, origin.partition, origin.offset
+            attempts += origin.attempts
+            where.update(replayed_topic=rec.topic, replayed_partition=rec.partition,
+                         replayed_offset=rec.offset)
+            if origin.first_failed_at is not None:
+                where["first_failed_at"] = origin.first_failed_at
+        record = FailedRecord.now(topic, partition, offset, rec.key, rec.value or b"",
+                                  attempts, reason, self._topology, self._component, **where)
 
         def written() -> None:
-            self.metrics.failed_records += 1
+            self.counters.failed_records += 1
+            self._written += 1
             self._fetcher.done(part, pending)
 
-        self._writer.submit(payload, written, lambda: part.holds(pending))
+        self._writer.submit(record, written, lambda: part.holds(pending))
+
+    def halt(self, why: str) -> None:
+        """Stop this task for good: emit nothing, pause every partition, commit nothing
+        more; logs one CRITICAL line (once) and shows ``why`` in ``counters.halted`` and
+        ``metrics()``. Records not committed are read again after a restart."""
+        if self._halted is not None:
+            return
+        self._halted = why
+        self.counters.halted = why
+        self._fetcher.halted = True
+        self._fetcher.wake.set()
+        committed = {f"{p.tp.topic}[{p.tp.partition}]": p.offsets.committed
+                     for p in self._fetcher.parts.values() if p.offsets is not None}
+        log.critical("%s: halted, consuming stopped and nothing more committed (committed "
+                     "offsets stay at %s): %s; fix the cause and restart the topology",
+                     self._component, committed, why)
 
     async def _before_revoke(self, parts: list[Partition]) -> None:
         # Let failed-topic writes of revoked records land so the commit can pass them;
@@ -246,7 +316,66 @@ class KafkaSpout(Spout):
             await self._writer.wait_idle(5.0)
 
     def _report(self, exc: BaseException) -> None:
-        self._collector.report_error(exc)
+        """A fetch-loop or commit error: an outage, or reported once per kind per interval."""
+        now = self._loop.time()
+        if is_outage(exc):
+            self._outage.down(now, describe(exc))
+        elif self._throttle.allow(("error", type(exc)), now)[0]:
+            self._collector.report_error(exc)
+
+    async def _watch(self) -> None:
+        """Every second: report fetches that stopped being answered (an outage or a
+        blackhole) and their return; move the breaker's window."""
+        consumer, stall = self._consumer, StallWatch()
+        while True:
+            await asyncio.sleep(_WATCH_SECS)
+            now = self._loop.time()
+            if self._breaker is not None:
+                self._breaker.tick(now)
+            try:
+                fetching = consumer.assignment() - consumer.paused()
+                marker = tuple(sorted((tp, consumer.last_poll_timestamp(tp))
+                                      for tp in fetching))
+            except AssertionError:
+                continue  # a rebalance ran between the two calls: look again next time
+            still = stall.check(marker, bool(fetching) and self._halted is None, now)
+            if still >= self.outage_after_secs:
+                self._outage.down(now - still, f"no fetch answered for {still:.0f} s")
+            elif still == 0.0 and fetching:
+                self._outage.up(now)
+
+    def metrics(self) -> dict[str, Any]:
+        """This task's figures: per partition ``committed``, ``high_watermark`` (from the
+        last fetch), ``lag`` and ``position``; failed-topic records written and write
+        retries; the dead-letter breaker and whether the task halted."""
+        if not hasattr(self, "_fetcher"):
+            return {"partitions": [], "failed_topic_records": 0, "failed_topic_retries": 0,
+                    "failed_topic_truncated": 0, "halted": None, "dead_letter": None,
+                    "broker_unreachable_since": None}  # not opened (yet)
+        consumer = self._consumer
+        partitions = []
+        for part in list(self._fetcher.parts.values()):
+            offsets = part.offsets
+            if offsets is None:
+                continue
+            high = consumer.highwater(part.tp)
+            partitions.append({
+                "topic": part.tp.topic, "partition": part.tp.partition,
+                "committed": offsets.committed, "high_watermark": high,
+                "lag": None if high is None else max(0, high - offsets.committed),
+                "position": offsets.fetch_position})
+        breaker = self._breaker
+        return {
+            "partitions": partitions,
+            "failed_topic_records": self._written,
+            "failed_topic_retries": 0 if self._writer is None else self._writer.retries,
+            "failed_topic_truncated": 0 if self._writer is None else self._writer.truncated,
+            "halted": self._halted,
+            "dead_letter": None if breaker is None else {
+                "given_up": breaker.given_up, "completed": breaker.ok,
+                "tripped": breaker.tripped},
+            "broker_unreachable_since": self._outage.down_since,
+        }
 
     async def close(self) -> None:
         """Stop fetching, let failed-topic writes land, commit what is done, leave the group."""

@@ -71,9 +71,12 @@ class TestingBroker:
 
     __test__ = False  # not a pytest test class despite the name
 
-    def __init__(self, host: str = "127.0.0.1", binary: str | None = None) -> None:
+    def __init__(self, host: str = "127.0.0.1", binary: str | None = None,
+                 advertised_port: int | None = None) -> None:
         self.host = host
         self.binary = binary
+        # Clients are sent to this port instead of the broker's own: a proxy in front of it.
+        self.advertised_port = advertised_port
         self.port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_path: Path | None = None
@@ -101,11 +104,12 @@ class TestingBroker:
 
     def _launch(self, binary: str, port: int, timeout: float) -> None:
         url = f"tcp://{self.host}:{port}"
+        advertised = f"tcp://{self.host}:{self.advertised_port or port}"
         fd, log = tempfile.mkstemp(prefix="tansu-", suffix=".log")
         self._log_path = Path(log)
         with os.fdopen(fd, "wb") as log_file:
             self._proc = subprocess.Popen(
-                [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                [binary, "broker", "--listener-url", url, "--advertised-listener-url", advertised,
                  "--storage-engine", "memory://tansu/"],
                 stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
                 preexec_fn=_die_with_parent)

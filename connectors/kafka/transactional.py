@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from connectors.kafka import client_options
 from connectors.kafka.codec import DecodeError, Decoder, check_value_format
 from engine.clock import now
 from engine.errors import FailedException
@@ -65,9 +66,11 @@ class _Options:
         self.consumer_options = consumer_options
 
     def consumer(self) -> AIOKafkaConsumer:
-        """A new consumer without auto-commit; ``consumer_options`` override defaults."""
-        options = {"enable_auto_commit": False, "auto_offset_reset": "earliest",
-                   **self.consumer_options}
+        """A new consumer without auto-commit; ``consumer_options`` (SASL/SSL included, see
+        ``client_options``) override defaults."""
+        options = client_options.build(
+            self.consumer_options, {"enable_auto_commit": False, "auto_offset_reset": "earliest"},
+            "transactional Kafka spout")
         return AIOKafkaConsumer(bootstrap_servers=self.bootstrap_servers, **options)
 
 

@@ -1,7 +1,10 @@
-"""Command line of the replay job: ``python scripts/replay_failed.py --help``.
+"""Command line of the replay job: ``stormloop-replay --help`` (installed) or
+``python scripts/replay_failed.py --help`` (from a checkout).
 
-Exit status: 0 after a run (dry or not), 2 for bad arguments, an unreachable broker or a
-missing failed topic (one line on stderr, before Spark starts), 1 if the job failed.
+Exit status: 0 after a run (dry or not), 2 for bad arguments, no Java, an unreachable
+broker or a missing failed topic (one line on stderr, before Spark starts), 1 if the job
+failed. Standard output carries the summary alone: while the job runs, whatever Spark and
+its JVM print there is sent to standard error instead.
 """
 
 from __future__ import annotations
@@ -9,14 +12,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import re
+import shutil
 import sys
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 from connectors.spark.offsets import BrokerUnreachable, TopicNotFound
 
-__all__ = ["main", "parse_args", "parse_since"]
+__all__ = ["find_java", "main", "parse_args", "parse_since", "run"]
 
 _PROG = "replay_failed"
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
@@ -69,7 +74,44 @@ def _parser() -> argparse.ArgumentParser:
                    help="give up on an unreachable broker after SECS (default: %(default)s)")
     p.add_argument("--max-offsets-per-task", type=int, default=50_000, metavar="N",
                    help="largest offset range one Spark task reads (default: %(default)s)")
+    p.add_argument("--max-attempts", type=int, default=5, metavar="N",
+                   help="skip (and count) records that failed more than N times in all "
+                   "(default: %(default)s)")
+    p.add_argument("--max-records-per-sec", type=float, metavar="RATE",
+                   help="write at most RATE records per second in all (default: no limit)")
+    sec = p.add_argument_group("security (the same options as the spout's)")
+    sec.add_argument("--security-protocol", choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT",
+                                                   "SASL_SSL"))
+    sec.add_argument("--sasl-mechanism", choices=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"))
+    sec.add_argument("--sasl-username", metavar="USER")
+    sec.add_argument("--sasl-password-env", metavar="VAR", default="STORMLOOP_SASL_PASSWORD",
+                   help="environment variable holding the SASL password (default: "
+                   "%(default)s); never on the command line")
+    sec.add_argument("--ssl-cafile", metavar="PEM", help="CA bundle to verify the brokers")
+    sec.add_argument("--ssl-certfile", metavar="PEM", help="client certificate")
+    sec.add_argument("--ssl-keyfile", metavar="PEM", help="client private key")
     return p
+
+
+def client_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The connection and security options the command line gives, for every client."""
+    settings = {"security_protocol": args.security_protocol,
+                "sasl_mechanism": args.sasl_mechanism,
+                "sasl_plain_username": args.sasl_username,
+                "ssl_cafile": args.ssl_cafile, "ssl_certfile": args.ssl_certfile,
+                "ssl_keyfile": args.ssl_keyfile}
+    if args.sasl_username is not None:
+        settings["sasl_plain_password"] = os.environ.get(args.sasl_password_env)
+    return {k: v for k, v in settings.items() if v is not None}
+
+
+def find_java() -> str | None:
+    """The ``java`` Spark will start (``JAVA_HOME/bin/java``, else on the PATH), or None."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = os.path.join(home, "bin", "java")
+        return candidate if os.access(candidate, os.X_OK) else None
+    return shutil.which("java")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -89,11 +131,47 @@ def _quiet(logger_name: str) -> Iterator[None]:
         logger.setLevel(level)
 
 
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    # The JVM and Spark write to file descriptor 1 directly; point it at stderr meanwhile.
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _bad_numbers(args: argparse.Namespace) -> str | None:
+    if args.max_offsets_per_task < 1:
+        return "--max-offsets-per-task must be at least 1"
+    if args.max_attempts < 1:
+        return "--max-attempts must be at least 1"
+    if args.max_records_per_sec is not None and args.max_records_per_sec <= 0:
+        return "--max-records-per-sec must be more than 0"
+    if args.sasl_username is not None and args.sasl_password_env not in os.environ:
+        return f"--sasl-username needs the password in ${args.sasl_password_env}"
+    return None
+
+
+def run() -> None:
+    """Console-script entry point (``stormloop-replay``): ``main`` then exit."""
+    sys.exit(main())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job from the command line, print its summary, return the exit status."""
     args = parse_args(argv)
-    if args.max_offsets_per_task < 1:
-        print(f"{_PROG}: error: --max-offsets-per-task must be at least 1", file=sys.stderr)
+    problem = _bad_numbers(args)
+    if problem is not None:
+        print(f"{_PROG}: error: {problem}", file=sys.stderr)
+        return 2
+    if find_java() is None:
+        print(f"{_PROG}: error: no Java found (Spark needs Java 17 or later): set JAVA_HOME "
+              "or put java on the PATH", file=sys.stderr)
         return 2
     # Imported here so that --help and argument errors do not wait for pyspark.
     from connectors.spark.replay import ReplayOptions, run_replay
@@ -104,9 +182,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         target_topic=args.target_topic, group_id=args.group_id, master=args.master,
         dry_run=args.dry_run, reasons=tuple(args.reason), since_ms=args.since,
         connect_timeout_s=args.connect_timeout,
-        max_offsets_per_task=args.max_offsets_per_task)
+        max_offsets_per_task=args.max_offsets_per_task, max_attempts=args.max_attempts,
+        max_records_per_sec=args.max_records_per_sec, client=client_settings(args))
     try:
-        with _quiet("aiokafka"):
+        with _quiet("aiokafka"), _stdout_to_stderr():
             summary = run_replay(options)
     except (BrokerUnreachable, TopicNotFound) as exc:
         print(f"{_PROG}: error: {exc}", file=sys.stderr)

@@ -19,9 +19,14 @@ columns of ``RECORD_DDL``.
 same way and parses each record in the same task (``parse.py``): the result has the columns
 of ``PARSED_DDL``, one row per record, malformed ones included with their ``error``.
 
-Write options: ``topic``, the default for rows without a ``topic`` column or value. Rows
-need ``value`` (binary) and may carry ``key``, ``topic``, ``partition``, ``headers``.
-Each Spark task produces its rows and returns only once the broker confirmed every one.
+Write options: ``topic``, the default for rows without a ``topic`` column or value;
+``maxRecordsPerSec``, the most records one Spark task writes per second. Rows need
+``value`` (binary) and may carry ``key``, ``topic``, ``partition``, ``headers``. Each Spark
+task produces its rows and returns only once the broker confirmed every one.
+
+Both directions take ``kafka.client``: a JSON object of connection and security options
+(``connectors.kafka.client_options``, e.g. ``security_protocol``, ``sasl_mechanism``,
+``ssl_cafile``), built into client settings inside each task.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from connectors.spark.offsets import OffsetRange, plan_ranges
 from connectors.spark.parse import PARSED_DDL, parse_batch
 
 __all__ = ["FAILED_FORMAT", "FORMAT", "FailedRecordsDataSource", "KafkaDataSource",
-           "ranges_option"]
+           "client_option", "ranges_option"]
 
 FORMAT = "stormloop_kafka"
 """The name to pass to ``spark.read.format`` / ``df.write.format``."""
@@ -60,6 +65,16 @@ _DEFAULT_MAX_OFFSETS_PER_TASK = 50_000
 def ranges_option(ranges: list[OffsetRange]) -> str:
     """The ``ranges`` read option that reads exactly ``ranges`` (all of one topic)."""
     return orjson.dumps([[r.partition, r.start, r.end] for r in ranges]).decode()
+
+
+def client_option(client: Mapping[str, str]) -> str:
+    """The ``kafka.client`` option carrying ``client`` (connection and security options)."""
+    return orjson.dumps(dict(client)).decode()
+
+
+def _client(options: Mapping[str, str]) -> dict[str, str]:
+    text = options.get("kafka.client")
+    return orjson.loads(text) if text else {}
 
 
 def _required(options: Mapping[str, str], name: str) -> str:
@@ -80,13 +95,15 @@ class _KafkaReader(DataSourceReader):
         self.topic = _required(options, "topic")
         self.ranges = options.get("ranges")
         self.group_id = options.get("group.id")
+        self.client = _client(options)
         self.max_per_task = int(options.get("maxOffsetsPerTask",
                                             _DEFAULT_MAX_OFFSETS_PER_TASK))
 
     def _planned(self) -> list[OffsetRange]:
         if self.ranges is not None:
             return [OffsetRange(self.topic, p, lo, hi) for p, lo, hi in orjson.loads(self.ranges)]
-        return asyncio.run(plan_ranges(self.bootstrap, self.topic, self.group_id))
+        return asyncio.run(plan_ranges(self.bootstrap, self.topic, self.group_id,
+                                       client=self.client))
 
     def partitions(self) -> Sequence[InputPartition]:
         """One input partition per Kafka partition and offset range of at most
@@ -99,7 +116,7 @@ class _KafkaReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Every record of the partition's offset range, once, in offset order."""
         assert isinstance(partition, _RangePartition)
-        return read_range(self.bootstrap, partition.rng)
+        return read_range(self.bootstrap, partition.rng, client=self.client)
 
 
 class _FailedRecordsReader(_KafkaReader):
@@ -117,10 +134,15 @@ class _KafkaWriter(DataSourceArrowWriter):
     def __init__(self, options: Mapping[str, str]) -> None:
         self.bootstrap = _required(options, "kafka.bootstrap.servers")
         self.topic = options.get("topic")
+        self.client = _client(options)
+        rate = options.get("maxRecordsPerSec")
+        self.rate = float(rate) if rate else None
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Produce every row; returns only once the broker confirmed all of them."""
-        return _Written(write_batches(self.bootstrap, iterator, default_topic=self.topic))
+        return _Written(write_batches(self.bootstrap, iterator, default_topic=self.topic,
+                                      producer_options=self.client,
+                                      max_records_per_sec=self.rate))
 
 
 class KafkaDataSource(DataSource):

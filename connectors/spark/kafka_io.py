@@ -17,9 +17,10 @@ from typing import Any
 import pyarrow as pa
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from connectors.kafka import client_options
 from connectors.spark.offsets import OffsetRange
 
-__all__ = ["RECORD_DDL", "RECORD_SCHEMA", "read_range", "write_batches"]
+__all__ = ["RECORD_DDL", "RECORD_SCHEMA", "Pace", "read_range", "write_batches"]
 
 _HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -62,7 +63,8 @@ def _to_batch(records: list[Any]) -> pa.RecordBatch:
 
 
 def read_range(bootstrap: str, rng: OffsetRange, *, stall_timeout_s: float = 60.0,
-               max_records: int = 10_000) -> Iterator[pa.RecordBatch]:
+               max_records: int = 10_000,
+               client: Mapping[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
     """Yield every record of ``rng`` exactly once, in offset order, as Arrow batches.
 
     Stops at the first position at or past ``rng.end``: offsets the log lacks (compaction,
@@ -73,17 +75,19 @@ def read_range(bootstrap: str, rng: OffsetRange, *, stall_timeout_s: float = 60.
         return
     tp = TopicPartition(rng.topic, rng.partition)
     with asyncio.Runner() as runner:
-        consumer = runner.run(_started_consumer(bootstrap, tp, rng.start))
+        consumer = runner.run(_started_consumer(bootstrap, tp, rng.start, client or {}))
         try:
             yield from _fetch_until(runner, consumer, tp, rng, stall_timeout_s, max_records)
         finally:
             runner.run(consumer.stop())
 
 
-async def _started_consumer(bootstrap: str, tp: TopicPartition, start: int) -> AIOKafkaConsumer:
+async def _started_consumer(bootstrap: str, tp: TopicPartition, start: int,
+                            client: Mapping[str, Any]) -> AIOKafkaConsumer:
     # aiokafka clients bind to the running loop, so they are created inside it.
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                group_id=None, auto_offset_reset="none")
+                                group_id=None, auto_offset_reset="none",
+                                **client_options.build(client, who="replay job reader"))
     await consumer.start()
     consumer.assign([tp])
     consumer.seek(tp, start)
@@ -112,34 +116,62 @@ def _fetch_until(runner: asyncio.Runner, consumer: AIOKafkaConsumer, tp: TopicPa
 
 def write_batches(bootstrap: str, batches: Iterable[pa.RecordBatch], *,
                   default_topic: str | None = None,
-                  producer_options: Mapping[str, Any] | None = None) -> int:
+                  producer_options: Mapping[str, Any] | None = None,
+                  max_records_per_sec: float | None = None) -> int:
     """Produce one record per row and return the count once the broker confirmed them all.
 
     Rows carry ``value`` and optionally ``key``, ``topic`` (falling back to
     ``default_topic``), ``partition`` and ``headers``. Raises on the first failed send;
-    records already sent by then stay written (at-least-once).
+    records already sent by then stay written (at-least-once). With
+    ``max_records_per_sec``, sends are paced so that this call never goes faster.
     """
     with asyncio.Runner() as runner:
         producer = runner.run(_started_producer(bootstrap, producer_options or {}))
+        pace = Pace(max_records_per_sec)
         try:
-            return sum(runner.run(_send_batch(producer, batch, default_topic))
+            return sum(runner.run(_send_batch(producer, batch, default_topic, pace))
                        for batch in batches)
         finally:
             runner.run(producer.stop())
 
 
+class Pace:
+    """Spaces sends evenly at ``rate`` per second (no limit when None), on loop time."""
+
+    def __init__(self, rate: float | None) -> None:
+        if rate is not None and rate <= 0:
+            raise ValueError(f"a rate limit must be > 0 records per second, got {rate}")
+        self.rate = rate
+        self.sent = 0
+        self.start: float | None = None
+
+    async def wait(self) -> None:
+        """Return when one more record may be sent."""
+        if self.rate is None:
+            return
+        now = asyncio.get_running_loop().time()
+        if self.start is None:
+            self.start = now
+        delay = self.start + self.sent / self.rate - now
+        self.sent += 1
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
 async def _started_producer(bootstrap: str, options: Mapping[str, Any]) -> AIOKafkaProducer:
-    settings = {"acks": "all", "linger_ms": 5, "max_batch_size": _MAX_BATCH_BYTES, **options}
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, **settings)
+    defaults = {"acks": "all", "linger_ms": 5, "max_batch_size": _MAX_BATCH_BYTES}
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap,
+                                **client_options.build(options, defaults, "replay job writer"))
     await producer.start()
     return producer
 
 
 async def _send_batch(producer: AIOKafkaProducer, batch: pa.RecordBatch,
-                      default_topic: str | None) -> int:
+                      default_topic: str | None, pace: Pace) -> int:
     rows = batch.to_pylist()
     futures = []
     for row in rows:
+        await pace.wait()
         topic = row.get("topic") or default_topic
         if topic is None:
             raise ValueError("a row has no 'topic' and the sink has no default 'topic' option")

@@ -8,18 +8,22 @@ log start when the group has none), so committing a range's end after its record
 handled is the whole of the progress record: a re-run starts after it.
 
 Plain asyncio and aiokafka, no Spark: the replay job calls these on the driver, and the
-Spark source calls them when planning a read without explicit ranges.
+Spark source calls them when planning a read without explicit ranges. ``client`` carries
+the connection and security options (``connectors.kafka.client_options``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 from aiokafka.structs import OffsetAndMetadata
+
+from connectors.kafka import client_options
 
 __all__ = [
     "BrokerUnreachable",
@@ -63,26 +67,25 @@ class OffsetRange:
                 for lo in range(self.start, self.end, max_size)]
 
 
-def _consumer(bootstrap: str, group_id: str | None, timeout_s: float) -> AIOKafkaConsumer:
+def _consumer(bootstrap: str, group_id: str | None, timeout_s: float,
+              client: Mapping[str, Any] | None) -> AIOKafkaConsumer:
     timeout_ms = int(timeout_s * 1000)
-    return AIOKafkaConsumer(
-        bootstrap_servers=bootstrap,
-        group_id=group_id,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        request_timeout_ms=max(timeout_ms, 1000),
-        connections_max_idle_ms=max(timeout_ms * 4, 60_000),
-        fetch_max_wait_ms=100,
-        metadata_max_age_ms=300_000,
-    )
+    defaults = {"request_timeout_ms": max(timeout_ms, 1000),
+                "connections_max_idle_ms": max(timeout_ms * 4, 60_000),
+                "metadata_max_age_ms": 300_000}
+    options = client_options.build(client or {}, defaults, "replay job")
+    return AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group_id,
+                            enable_auto_commit=False, auto_offset_reset="earliest",
+                            fetch_max_wait_ms=100, **options)
 
 
-async def probe_broker(bootstrap: str, timeout_s: float = 5.0) -> None:
+async def probe_broker(bootstrap: str, timeout_s: float = 5.0,
+                       client: Mapping[str, Any] | None = None) -> None:
     """Return once a broker at ``bootstrap`` answered a metadata request.
 
     Raises ``BrokerUnreachable`` after at most ``timeout_s`` seconds otherwise.
     """
-    consumer = _consumer(bootstrap, None, timeout_s)
+    consumer = _consumer(bootstrap, None, timeout_s, client)
     try:
         await asyncio.wait_for(consumer.start(), timeout_s)
     except (KafkaError, OSError, TimeoutError) as exc:
@@ -120,14 +123,15 @@ async def _high_watermarks(consumer: AIOKafkaConsumer, tps: list[TopicPartition]
 
 
 async def plan_ranges(bootstrap: str, topic: str, group_id: str | None = None,
-                      timeout_s: float = 30.0) -> list[OffsetRange]:
+                      timeout_s: float = 30.0,
+                      client: Mapping[str, Any] | None = None) -> list[OffsetRange]:
     """One range per partition of ``topic``: from the group's committed offset to the end.
 
     Without ``group_id`` (or for a partition the group never committed) a range starts at
     the log start. A committed offset outside the log (the topic was deleted and created
     again) also restarts at the log start: every record there is new to the group.
     """
-    consumer = _consumer(bootstrap, group_id, timeout_s)
+    consumer = _consumer(bootstrap, group_id, timeout_s, client)
     await consumer.start()
     try:
         tps = await _partitions(consumer, topic)
@@ -147,13 +151,14 @@ async def plan_ranges(bootstrap: str, topic: str, group_id: str | None = None,
 
 
 async def commit_ranges(bootstrap: str, group_id: str, ranges: Iterable[OffsetRange],
-                        timeout_s: float = 30.0) -> None:
+                        timeout_s: float = 30.0,
+                        client: Mapping[str, Any] | None = None) -> None:
     """Commit each range's end as ``group_id``'s offset: the group's next read starts there."""
     offsets = {TopicPartition(r.topic, r.partition): OffsetAndMetadata(r.end, "")
                for r in ranges}
     if not offsets:
         return
-    consumer = _consumer(bootstrap, group_id, timeout_s)
+    consumer = _consumer(bootstrap, group_id, timeout_s, client)
     await consumer.start()
     try:
         consumer.assign(list(offsets))

@@ -32,12 +32,15 @@ PARSED_SCHEMA = pa.schema([
     ("failed_at", pa.int64()),
     ("topology", pa.string()),
     ("component", pa.string()),
+    ("value_truncated", pa.bool_()),
+    ("first_failed_at", pa.int64()),
 ])
 """Where the record sits in the failed topic, ``error`` (null if valid), then its content."""
 
 PARSED_DDL = ("failed_partition INT, failed_offset BIGINT, error STRING, topic STRING, "
               "partition INT, offset BIGINT, key BINARY, value BINARY, attempts INT, "
-              "reason STRING, failed_at BIGINT, topology STRING, component STRING")
+              "reason STRING, failed_at BIGINT, topology STRING, component STRING, "
+              "value_truncated BOOLEAN, first_failed_at BIGINT")
 """``PARSED_SCHEMA`` as a Spark DDL string."""
 
 _RECORD_FIELDS = PARSED_SCHEMA.names[3:]

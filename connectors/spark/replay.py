@@ -5,11 +5,16 @@ up to the fetch high watermark taken when the run starts. Each record is parsed 
 ``FailedRecord``; records that are not are counted and sampled, never fatal. Records with
 the same original ``(topic, partition, offset)`` collapse to the latest one (by
 ``failed_at``, then ``attempts``). The optional filters keep records whose reason contains
-one of ``reasons`` and that failed at or after ``since_ms``. Each kept record's original
-key and value go to ``target_topic`` (default: its own topic) with the headers of
-``REPLAY_HEADERS``. Only after every write was confirmed does the group commit the ends of
-the ranges it read, so a re-run reads only records that arrived since: each failed record
-is replayed once, barring a crash between the write and the commit (then at least once).
+one of ``reasons`` and that failed at or after ``since_ms``. Records whose ``attempts``
+exceed ``max_attempts`` are skipped and counted (a record that keeps failing is not
+replayed forever), and so are records whose value was cut to fit the failed topic (the
+whole original is still at its coordinates; ``value_sha256`` checks it). Each kept
+record's original key and value go to ``target_topic`` (default: its own topic) with the
+headers of ``REPLAY_HEADERS`` (its first failure's coordinates, attempts and time), at
+most ``max_records_per_sec`` records per second in all. Only after every write was
+confirmed does the group commit the ends of the ranges it read, so a re-run reads only
+records that arrived since: each failed record is replayed once, barring a crash
+between the write and the commit (then at least once).
 Filtered-out records count as handled: a group that skipped them will not see them again.
 A dry run reads and reports the same way but writes and commits nothing.
 """
@@ -19,23 +24,21 @@ from __future__ import annotations
 import asyncio
 import operator
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from connectors.spark.datasource import FAILED_FORMAT, FORMAT, ranges_option
+from connectors.kafka.failed import REPLAY_HEADERS
+from connectors.spark.datasource import FAILED_FORMAT, FORMAT, client_option, ranges_option
 from connectors.spark.offsets import OffsetRange, commit_ranges, plan_ranges, probe_broker
 from connectors.spark.session import build_session, prepare_session
 from connectors.spark.summary import SAMPLE_ROWS, Malformed, Planned, ReplaySummary
 
 __all__ = ["REPLAY_HEADERS", "ReplayOptions", "run_replay"]
 
-REPLAY_HEADERS = ("replay.original.topic", "replay.original.partition",
-                  "replay.original.offset", "replay.attempts")
-"""Headers on every replayed record: original topic, partition, offset, attempts (UTF-8)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,10 @@ class ReplayOptions:
     since_ms: int | None = None
     connect_timeout_s: float = 5.0
     max_offsets_per_task: int = 50_000
+    max_attempts: int = 5
+    max_records_per_sec: float | None = None
+    client: dict[str, str] = field(default_factory=dict)
+    """Connection and security options for every Kafka client of the job."""
 
 
 def run_replay(options: ReplayOptions, spark: SparkSession | None = None) -> ReplaySummary:
@@ -63,10 +70,13 @@ def run_replay(options: ReplayOptions, spark: SparkSession | None = None) -> Rep
     """
     started = time.monotonic()
     bootstrap = options.bootstrap_servers
-    summary = ReplaySummary(options.failed_topic, options.group_id, options.dry_run)
+    summary = ReplaySummary(options.failed_topic, options.group_id, options.dry_run,
+                            max_attempts=options.max_attempts)
     clock = _PhaseClock(summary.phases)
-    asyncio.run(probe_broker(bootstrap, options.connect_timeout_s))
-    ranges = asyncio.run(plan_ranges(bootstrap, options.failed_topic, options.group_id))
+    client = options.client
+    asyncio.run(probe_broker(bootstrap, options.connect_timeout_s, client))
+    ranges = asyncio.run(plan_ranges(bootstrap, options.failed_topic, options.group_id,
+                                     client=client))
     clock.lap("plan")
     if any(r.size for r in ranges):
         own_session = spark is None
@@ -82,7 +92,7 @@ def run_replay(options: ReplayOptions, spark: SparkSession | None = None) -> Rep
                 spark.stop()
                 clock.lap("Spark shutdown")
         if not options.dry_run:
-            asyncio.run(commit_ranges(bootstrap, options.group_id, ranges))
+            asyncio.run(commit_ranges(bootstrap, options.group_id, ranges, client=client))
             clock.lap("commit")
     summary.elapsed_s = time.monotonic() - started
     return summary
@@ -95,6 +105,7 @@ def _replay(spark: SparkSession, options: ReplayOptions, ranges: list[OffsetRang
               .option("topic", options.failed_topic)
               .option("ranges", ranges_option(ranges))
               .option("maxOffsetsPerTask", str(options.max_offsets_per_task))
+              .option("kafka.client", client_option(options.client))
               .load()
               .persist(StorageLevel.MEMORY_AND_DISK))
     try:
@@ -107,8 +118,16 @@ def _replay(spark: SparkSession, options: ReplayOptions, ranges: list[OffsetRang
         if options.dry_run:
             summary.planned_samples = _planned(chosen)
         elif summary.replayed:
-            (_records(chosen).write.format(FORMAT).mode("append")
-             .option("kafka.bootstrap.servers", options.bootstrap_servers).save())
+            records = _records(chosen)
+            writer = (records.write.format(FORMAT).mode("append")
+                      .option("kafka.bootstrap.servers", options.bootstrap_servers)
+                      .option("kafka.client", client_option(options.client)))
+            if options.max_records_per_sec is not None:
+                # The limit is for the job: each writing task gets its share.
+                tasks = max(1, records.rdd.getNumPartitions())
+                writer = writer.option("maxRecordsPerSec",
+                                       str(options.max_records_per_sec / tasks))
+            writer.save()
             clock.lap("write")
         selected.unpersist()
     finally:
@@ -144,14 +163,17 @@ def _count_parsed(parsed: DataFrame, summary: ReplaySummary) -> None:
 
 
 def _select(valid: DataFrame, options: ReplayOptions) -> DataFrame:
-    """The latest record per original coordinates, with its target and ``_keep`` (filters)."""
+    """The latest record per original coordinates, with its target, ``_over`` (past
+    ``max_attempts``), ``_cut`` (value truncated) and ``_keep`` (replayed)."""
     latest_first = Window.partitionBy("topic", "partition", "offset").orderBy(
         F.desc("failed_at"), F.desc("attempts"),
         F.desc("failed_partition"), F.desc("failed_offset"))
     target = F.lit(options.target_topic) if options.target_topic else F.col("topic")
     return (valid.withColumn("_rank", F.row_number().over(latest_first))
             .where(F.col("_rank") == 1).drop("_rank")
-            .withColumn("_keep", _filter(options))
+            .withColumn("_over", F.col("attempts") > F.lit(options.max_attempts))
+            .withColumn("_cut", F.coalesce(F.col("value_truncated"), F.lit(False)))
+            .withColumn("_keep", _filter(options) & ~F.col("_over") & ~F.col("_cut"))
             .withColumn("_target", target))
 
 
@@ -165,10 +187,17 @@ def _filter(options: ReplayOptions) -> Column:
 
 
 def _count_selected(selected: DataFrame, summary: ReplaySummary) -> None:
-    rows = selected.groupBy("_keep", "reason", "topic", "_target").count().collect()
+    rows = (selected.groupBy("_keep", "_over", "_cut", "reason", "topic", "_target")
+            .count().collect())
     distinct = 0
     for row in rows:
         distinct += row["count"]
+        if row["_over"]:
+            summary.over_attempts += row["count"]
+            continue
+        if row["_cut"]:
+            summary.truncated += row["count"]
+            continue
         if not row["_keep"]:
             summary.filtered += row["count"]
             continue
@@ -192,8 +221,10 @@ def _header(name: str, column: str) -> Column:
 
 def _records(chosen: DataFrame) -> DataFrame:
     """The Kafka sink's rows: original key and value, target topic, replay headers."""
+    first = F.coalesce(F.col("first_failed_at"), F.col("failed_at")).alias("_first")
+    chosen = chosen.select("*", first)
     headers = F.array(*(_header(name, column) for name, column in
-                        zip(REPLAY_HEADERS, ("topic", "partition", "offset", "attempts"),
-                            strict=True)))
+                        zip(REPLAY_HEADERS, ("topic", "partition", "offset", "attempts",
+                                             "_first"), strict=True)))
     return chosen.select(F.col("_target").alias("topic"), "key", "value",
                          headers.alias("headers"))

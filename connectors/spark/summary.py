@@ -1,6 +1,7 @@
 """What one replay run did, and its printed form.
 
-Counts add up: ``read = malformed + duplicates + filtered + replayed``. Nothing here touches
+Counts add up: ``read = malformed + duplicates + over_attempts + truncated + filtered +
+replayed``. Nothing here touches
 Spark or Kafka, so the report is tested on plain values.
 """
 
@@ -47,7 +48,10 @@ class ReplaySummary:
     malformed: int = 0
     duplicates: int = 0
     filtered: int = 0
+    over_attempts: int = 0
+    truncated: int = 0
     replayed: int = 0
+    max_attempts: int = 5
     by_reason: dict[str, int] = field(default_factory=dict)
     by_topic: dict[tuple[str, str], int] = field(default_factory=dict)
     malformed_samples: list[Malformed] = field(default_factory=list)
@@ -80,10 +84,13 @@ def format_summary(s: ReplaySummary) -> str:
     lines = [head + (" (dry run: nothing written)" if s.dry_run else ""), ""]
     reasons = sorted(s.by_reason.items(), key=lambda kv: (-kv[1], kv[0]))
     topics = sorted(s.by_topic.items(), key=lambda kv: (-kv[1], kv[0]))
+    skipped = [(label, n) for label, n in (
+        (f"skipped: over {s.max_attempts} attempts", s.over_attempts),
+        ("skipped: value truncated", s.truncated)) if n]  # listed only when they happened
     lines += _tables([
         ("totals", [("read", s.read), ("malformed", s.malformed),
-                    ("duplicates dropped", s.duplicates), ("filtered out", s.filtered),
-                    (verb, s.replayed)]),
+                    ("duplicates dropped", s.duplicates), *skipped,
+                    ("filtered out", s.filtered), (verb, s.replayed)]),
         (f"{verb}, per reason", [(_short(r), n) for r, n in reasons]),
         (f"{verb}, per topic", [(f"{src} -> {dst}", n) for (src, dst), n in topics]),
     ])

@@ -19,6 +19,8 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from engine import BasicBolt
+
 FAST_GROUP = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 250,
               "auto_offset_reset": "earliest"}
 """Consumer options for quick group joins on Tansu (architecture.md)."""
@@ -135,3 +137,17 @@ async def eventually(check: Callable[[], Awaitable[bool]], timeout: float,
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await asyncio.sleep(every)
+
+
+class Slow(BasicBolt):
+    """Passes ``(key, value)`` on after ``delay`` seconds, so tuples are in flight."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["key", "value"])
+
+    async def execute(self, tup: Any, collector: Any) -> None:
+        await asyncio.sleep(self.delay)
+        collector.emit([tup["key"], tup["value"]])

@@ -122,12 +122,13 @@ async def test_permanently_failing_records_land_once_on_failed_topic(kafka_broke
         assert w["key"] == (None if original.key is None
                             else base64.b64encode(original.key).decode())
         assert w["attempts"] == 3
-        assert w["reason"] == "tuple failed 3 times (max_retries=2)"
+        assert w["reason"] == f"FailedException: poison {original.value.decode()}"
+        assert w["failed_by"] == "upper" and "raise FailedException" in w["error_trace"]
         assert (w["topology"], w["component"]) == ("e2e-failed", "kafka")
         assert w["failed_at"] > 0
     out = {r.value for r in await read_all(bootstrap, sink)}
     assert out == {v.upper() for _, v in records if v.decode() not in poison}
-    assert (spout.metrics.failed_records, spout.metrics.retried) == (3, 6)
+    assert (spout.counters.failed_records, spout.counters.retried) == (3, 6)
 
 
 async def test_malformed_json_goes_to_failed_topic_and_stream_goes_on(kafka_broker) -> None:
@@ -148,8 +149,8 @@ async def test_malformed_json_goes_to_failed_topic_and_stream_goes_on(kafka_brok
     assert sorted((base64.b64decode(w["key"]), base64.b64decode(w["value"]))
                   for w in written) == sorted(bad)
     assert {w["offset"] for w in written} == {20, 41}
-    assert all(w["attempts"] == 0 and "not valid JSON" in w["reason"] for w in written)
-    assert (spout.metrics.decode_failures, spout.metrics.failed_records) == (2, 2)
+    assert all(w["attempts"] == 1 and "not valid JSON" in w["reason"] for w in written)
+    assert (spout.counters.decode_failures, spout.counters.failed_records) == (2, 2)
     out = sorted(r.value for r in await read_all(bootstrap, sink))
     assert out == sorted(f"V{i}".encode() for i in range(50))
 

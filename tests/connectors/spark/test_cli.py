@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import socket
 import subprocess
@@ -105,3 +106,64 @@ def test_spark_submit_runs_the_job(kafka_broker, tmp_path: Path) -> None:
                       "  filtered out": "0", "  replayed": "3"}
     records = asyncio.run(read_all(bootstrap, orders))
     assert sorted(r.value for r in records) == [b"v0", b"v1", b"v2"]
+
+
+def test_missing_java_is_one_line_and_status_2() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = "/nonexistent"
+    result = subprocess.run([sys.executable, str(SCRIPT), "--bootstrap-servers", "h:1",
+                             "--failed-topic", "f"], capture_output=True, text=True,
+                            timeout=60, cwd="/", env=env)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == ("replay_failed: error: no Java found (Spark needs Java 17 or "
+                             "later): set JAVA_HOME or put java on the PATH\n")
+
+
+def test_a_sasl_user_needs_the_password_in_the_environment() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "STORMLOOP_SASL_PASSWORD"}
+    result = subprocess.run([sys.executable, str(SCRIPT), "--bootstrap-servers", "h:1",
+                             "--failed-topic", "f", "--sasl-username", "u"],
+                            capture_output=True, text=True, timeout=60, cwd="/", env=env)
+    assert (result.returncode, result.stderr) == (
+        2, "replay_failed: error: --sasl-username needs the password in "
+           "$STORMLOOP_SASL_PASSWORD\n")
+
+
+def test_the_console_script_runs_the_same_command_line(monkeypatch, capsys) -> None:
+    import tomllib
+    from importlib import import_module
+
+    pyproject = tomllib.loads((SCRIPT.parent.parent / "pyproject.toml").read_text())
+    module, _, name = pyproject["project"]["scripts"]["stormloop-replay"].partition(":")
+    entry = getattr(import_module(module), name)
+    monkeypatch.setattr(sys, "argv", ["stormloop-replay", "--help"])
+    with pytest.raises(SystemExit) as exit_info:
+        entry()
+    assert exit_info.value.code == 0
+    assert "--max-records-per-sec" in capsys.readouterr().out
+
+
+def test_stdout_is_the_summary_alone_and_skips_are_counted(kafka_broker) -> None:
+    bootstrap = kafka_broker.bootstrap
+    failed_topic, orders = unique("failed"), unique("orders")
+    kafka_broker.create_topic_sync(failed_topic)
+    kafka_broker.create_topic_sync(orders)
+    too_many = failed(orders, 100, attempts=9)
+    cut = dataclasses.replace(failed(orders, 101), value_truncated=True)
+    payloads = [failed(orders, i).to_json() for i in range(11)]
+    asyncio.run(produce(bootstrap, failed_topic, [*payloads, too_many.to_json(), cut.to_json()]))
+    result = _run("--bootstrap-servers", bootstrap, "--failed-topic", failed_topic,
+                  "--max-attempts", "5", "--max-records-per-sec", "10", "--master", "local[1]",
+                  timeout=240)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"replay of {failed_topic!r} for group 'replay-failed'"
+    assert lines[-1].startswith("took ")
+    totals = dict(line.rsplit(None, 1) for line in lines[3:10])
+    assert totals == {"  read": "13", "  malformed": "0", "  duplicates dropped": "0",
+                      "  skipped: over 5 attempts": "1", "  skipped: value truncated": "1",
+                      "  filtered out": "0", "  replayed": "11"}
+    write = float(lines[-1].split("write ")[1].split(" s")[0])
+    assert write >= 0.9  # 11 records at 10 per second: the first at once, the last 1 s later
+    records = asyncio.run(read_all(bootstrap, orders))
+    assert sorted(r.value for r in records) == sorted(b"v%d" % i for i in range(11))

@@ -32,11 +32,11 @@ def test_valid_record_fills_every_column_and_no_error() -> None:
         {"failed_partition": 1, "failed_offset": 10, "error": None, "topic": "orders",
          "partition": 0, "offset": 7, "key": b"k7", "value": b"v7", "attempts": 3,
          "reason": "boom", "failed_at": record.failed_at, "topology": "topology",
-         "component": "bolt"},
+         "component": "bolt", "value_truncated": False, "first_failed_at": None},
         {"failed_partition": 1, "failed_offset": 11, "error": None, "topic": "t",
          "partition": 0, "offset": 1, "key": None, "value": b"v1", "attempts": 4,
          "reason": "boom", "failed_at": 1_700_000_000_000, "topology": "topology",
-         "component": "bolt"}]
+         "component": "bolt", "value_truncated": False, "first_failed_at": None}]
 
 
 @pytest.mark.parametrize(("payload", "error"), [

@@ -55,7 +55,7 @@ def test_replays_once_dropping_duplicates_and_malformed(kafka_broker, spark) -> 
     by_value = {r.value: r for r in records}
     assert by_value[b"v2"].key == b"k2"
     assert list(by_value[b"v2"].headers) == list(zip(
-        REPLAY_HEADERS, [orders.encode(), b"0", b"2", b"5"], strict=True))
+        REPLAY_HEADERS, [orders.encode(), b"0", b"2", b"5", b"1800000000000"], strict=True))
 
     again = run_replay(ReplayOptions(bootstrap, failed_topic, group_id=group), spark)
     assert (again.read, again.replayed, again.spark_startup_s) == (0, 0, None)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import orjson
+
 from connectors.kafka import KafkaBolt, KafkaSpout
 from connectors.spark.replay import ReplayOptions, run_replay
 from engine import BasicBolt, Config, FailedException, LocalCluster, TopologyBuilder
@@ -94,6 +96,47 @@ async def test_replayed_failures_complete_the_output(kafka_broker, spark) -> Non
     assert await _count(bootstrap, source) == 105  # the inputs and the 5 replayed once
     out = await read_all(bootstrap, output)
     assert sorted(r.value.decode() for r in out) == sorted(values)
+
+
+async def test_records_that_keep_failing_stop_at_max_attempts(kafka_broker, spark) -> None:
+    bootstrap = kafka_broker.bootstrap
+    source, failed, output = unique("source"), unique("failed"), unique("output")
+    for topic in (source, failed, output):
+        await kafka_broker.create_topic(topic, 1)
+    values = [f"poison-{i}" if i in (3, 8) else f"ok-{i}" for i in range(10)]
+    await _produce(bootstrap, source, values)
+    switch, conf = Switch(), Config()  # the switch stays off: the bug is never fixed
+    conf.set_message_timeout_secs(10)
+    group = unique("replay")
+    options = ReplayOptions(bootstrap, failed, group_id=group, max_attempts=5)
+
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("loop", conf, _topology(bootstrap, source, failed,
+                                                              output, switch))
+        await eventually(lambda: _settled(bootstrap, failed, 2), 60, "2 failed records")
+        first = await asyncio.to_thread(run_replay, options, spark)
+        assert (first.read, first.replayed, first.over_attempts) == (2, 2, 0)
+        await eventually(lambda: _settled(bootstrap, failed, 4), 60, "2 failed again")
+        second = await asyncio.to_thread(run_replay, options, spark)
+        assert (second.read, second.replayed, second.over_attempts) == (2, 0, 2)
+        await cluster.kill_topology("loop", wait_secs=5)
+
+    records = [orjson.loads(r.value) for r in await read_all(bootstrap, failed)]
+    by_offset: dict[int, list[dict[str, Any]]] = {}
+    for rec in records:
+        by_offset.setdefault(rec["offset"], []).append(rec)
+    assert sorted(by_offset) == [3, 8]  # both failures of a record name its first failure
+    for offset, (once, again) in by_offset.items():
+        assert (once["attempts"], again["attempts"]) == (3, 6)
+        assert (again["topic"], again["partition"]) == (source, 0)
+        assert again["replayed_topic"] == source and again["replayed_offset"] >= 10
+        assert again["first_failed_at"] == once["failed_at"]
+        assert again["reason"] == f"FailedException: rejected poison-{offset}"
+    assert await _count(bootstrap, source) == 12  # replayed once, then held back
+
+
+async def _settled(bootstrap: str, failed: str, failures: int) -> bool:
+    return await _count(bootstrap, failed) == failures
 
 
 async def _produce(bootstrap: str, topic: str, values: list[str]) -> None:

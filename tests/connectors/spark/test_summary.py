@@ -42,3 +42,13 @@ def test_dry_run_says_would_replay_and_lists_planned_records() -> None:
     assert "  a[0]@3 -> b  attempts=2  reason=" + "x" * 39 + "…" in text
     assert "x" * 59 + "…" in text  # long reasons are cut in the table
     assert "Spark start-up" not in text
+
+
+def test_skipped_records_are_listed_only_when_there_are_some() -> None:
+    summary = ReplaySummary("failed", "g", dry_run=False, read=10, over_attempts=3,
+                            truncated=1, replayed=6, max_attempts=5)
+    lines = format_summary(summary).splitlines()
+    assert "  skipped: over 5 attempts             3" in lines
+    assert "  skipped: value truncated             1" in lines
+    assert not any("skipped" in line for line in format_summary(
+        ReplaySummary("failed", "g", dry_run=False, read=1, replayed=1)).splitlines())
