@@ -42,14 +42,14 @@ _TRACE_FRAMES = 5
 def error_reason(exc: BaseException, component: str | None) -> FailReason:
     """The reason for ``exc`` escaping user code: ``"Type: message"`` and a short trace.
 
-    ``FailedException`` is the user saying "fail it": kind ``"explicit"`` and no trace.
+    ``FailedException`` is the user saying "fail it": kind ``"explicit"``, with the trace
+    of where it was raised (an operator reading a failed record wants that line too).
     """
     message = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, FailedException):
-        return FailReason("explicit", message, None, component)
     trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__,
                                                limit=-_TRACE_FRAMES))
-    return FailReason("error", message, trace, component)
+    kind = "explicit" if isinstance(exc, FailedException) else "error"
+    return FailReason(kind, message, trace, component)
 
 
 class FailReasons:
