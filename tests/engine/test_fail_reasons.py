@@ -102,8 +102,10 @@ async def test_exception_in_execute_is_an_error_with_a_short_trace() -> None:
 
 async def test_failed_exception_in_a_basic_bolt_is_explicit() -> None:
     spout, _ = await _run(BasicRaise())
-    assert spout.reasons[0] == FailReason(  # type: ignore[attr-defined]
-        "explicit", "FailedException: no 0", None, "b")
+    reason = spout.reasons[0]  # type: ignore[attr-defined]
+    assert (reason.kind, reason.message, reason.component) == (
+        "explicit", "FailedException: no 0", "b")
+    assert reason.trace is not None and 'raise FailedException(f"no {tup[0]}")' in reason.trace
 
 
 async def test_timeout_takes_no_real_time_and_says_how_long() -> None:
