@@ -65,6 +65,9 @@ class _Coordinator:
         self._is_ready = async_method(inner, "is_ready")
         self._num_partitions = None if opaque else async_method(inner, "num_partitions")
         self.close = async_method(inner, "close", optional=True)
+        finite = getattr(inner, "exhausted", None)
+        if callable(finite):
+            self.exhausted = finite
 
     async def is_ready(self) -> bool:
         return bool(await self._is_ready())
