@@ -59,7 +59,7 @@ def _documented_keys() -> dict[str, str]:
 def test_every_key_engine_config_knows_is_documented_with_its_default() -> None:
     documented = _documented_keys()
     constants = {v for k, v in vars(config).items()
-                 if k.isupper() and isinstance(v, str) and "." in v}
+                 if k.isupper() and not k.startswith("_") and isinstance(v, str) and "." in v}
     missing = sorted((config.known_keys() | constants) - set(documented))
     assert not missing, f"docs/configuration.md does not document {missing}"
     for key, default in config.DEFAULTS.items():
@@ -77,7 +77,7 @@ def test_index_links_every_page() -> None:
     linked = set(_LINK.findall((DOCS / "index.md").read_text()))
     pages = {p.name for p in DOCS.glob("*.md")} - {"index.md"}
     assert pages <= linked, f"docs/index.md does not link {sorted(pages - linked)}"
-    assert PAGES_WRITTEN_ELSEWHERE <= linked
+    assert linked >= PAGES_WRITTEN_ELSEWHERE
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
