@@ -10,6 +10,7 @@ modules up to date. ``setup.py`` uses the same helpers.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import tempfile
 from importlib.machinery import EXTENSION_SUFFIXES
@@ -66,15 +67,23 @@ def compiler_problem(name: str | None = None) -> str | None:
     from setuptools._distutils.ccompiler import new_compiler
     from setuptools._distutils.sysconfig import customize_compiler
 
+    program = "the C compiler"
     try:
         compiler = new_compiler(compiler=name, force=True)
         customize_compiler(compiler)
+        program = repr(getattr(compiler, "compiler_so", [program])[0])
         with tempfile.TemporaryDirectory() as tmp:
             source = Path(tmp, "probe.c")
             source.write_text("int probe(void) { return 0; }\n")
             compiler.compile([str(source)], output_dir=tmp)
     except Exception as exc:
-        return f"{type(exc).__name__}: {str(exc).strip() or 'failed'}"
+        status = re.search(r"exit (?:status|code) (\d+)", str(exc))
+        if status:
+            return f"{program} exited with status {status.group(1)} on a one-line C file"
+        if "No such file or directory" in str(exc):
+            return f"{program} not found"
+        detail = (str(exc).strip().splitlines() or ["failed"])[-1][:200]
+        return f"{program}: {type(exc).__name__}: {detail}"
     return None
 
 

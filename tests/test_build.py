@@ -47,7 +47,7 @@ def test_mypy_is_asked_for_only_when_compiling(tmp_path: Path) -> None:
 
 def test_compiler_problem_names_what_failed() -> None:
     out = backend("print(b.compiler_problem())", CC="/bin/false")
-    assert out.startswith("CompileError: ")
+    assert out == "'/bin/false' exited with status 1 on a one-line C file"
 
 
 def test_in_place_build_is_up_to_date_only_when_newer_than_every_source(tmp_path: Path) -> None:
@@ -78,6 +78,7 @@ def test_build_without_a_compiler_falls_back_to_plain_python_with_a_warning(
                           cwd=tree, env={**os.environ, "CC": "/bin/false"},
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr
-    assert "WARNING stormloop: no working C compiler (CompileError: " in proc.stderr
+    assert ("WARNING stormloop: no working C compiler ('/bin/false' exited with status 1 on "
+            "a one-line C file); installed the plain Python modules instead" in proc.stderr)
     assert "STORMLOOP_PURE=1" in proc.stderr and "slower" in proc.stderr
     assert not [p for p in (tree / "engine").iterdir() if p.suffix == ".so"]
