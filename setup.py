@@ -9,9 +9,6 @@ install with nothing changed reuses the compiled modules in the source tree.
 
 mypyc runs once, only when extensions are built (not while pip asks for metadata), and
 the C files of its runtime library compile in parallel with the engine's own.
-``STORMLOOP_SPLIT_C=1`` also splits the engine's C code into one file per module, which
-compiles in parallel too, at the price of calls across modules that the C compiler can no
-longer inline.
 """
 
 from __future__ import annotations
@@ -77,11 +74,10 @@ class BuildHotPath(build_ext):
             from mypyc.build import mypycify
 
             sources = [name.replace(".", "/") + ".py" for name in hotpath.MODULES]
-            split = os.environ.get("STORMLOOP_SPLIT_C", "") not in ("", "0")
+            # One C file for the engine's modules (calls between them stay inlinable);
+            # the runtime library's files apart, so that they compile alongside it.
             built = mypycify(sources, opt_level="3", group_name=GROUP,
-                             include_runtime_files=False, multi_file=split)
-            for ext in built:  # multi_file puts the group's header under build/engine
-                ext.include_dirs.append(str(Path("build", *GROUP.split(".")[:-1])))
+                             include_runtime_files=False)
             self._take_sources(built)
             super().run()
         except (Exception, SystemExit) as exc:  # mypyc exits on type errors
