@@ -76,8 +76,10 @@ class BuildHotPath(build_ext):
             sources = [name.replace(".", "/") + ".py" for name in hotpath.MODULES]
             # One C file for the engine's modules (calls between them stay inlinable);
             # the runtime library's files apart, so that they compile alongside it.
-            built = mypycify(sources, opt_level="3", group_name=GROUP,
-                             include_runtime_files=False)
+            # Modules outside the hot path are read for their types only: their own
+            # imports (aiohttp, orjson...) are not in the build environment.
+            built = mypycify(["--follow-imports=silent", *sources], opt_level="3",
+                             group_name=GROUP, include_runtime_files=False)
             self._take_sources(built)
             super().run()
         except (Exception, SystemExit) as exc:  # mypyc exits on type errors
