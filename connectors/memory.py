@@ -1,7 +1,8 @@
 """In-memory spouts and a collecting bolt: the embedded default (no Kafka, no Spark).
 
 ``ListSpout`` replays failed items, so every item is acked at least once; ``QueueSpout``
-takes items from an ``asyncio.Queue`` the embedding service fills; ``CollectBolt``
+takes items from an ``asyncio.Queue`` the embedding service fills, and its ``put`` tells
+the caller when an item was fully processed; ``CollectBolt``
 appends every tuple's values to a shared list.
 """
 
@@ -18,7 +19,7 @@ from engine.context import TopologyContext
 from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
 
-__all__ = ["CollectBolt", "ListSpout", "QueueSpout"]
+__all__ = ["CollectBolt", "ItemAbandoned", "ItemFailed", "ListSpout", "QueueSpout"]
 
 
 class ListSpout(Spout):
@@ -76,21 +77,85 @@ class ListSpout(Spout):
         self._replay.append(msg_id)
 
 
+class ItemFailed(Exception):
+    """A ``QueueSpout`` item's tree failed for the last time (``max_retries`` replays used).
+
+    ``values`` is the item, ``attempts`` how often it was emitted, ``reason`` the engine's
+    reason for the last fail when it gave one.
+    """
+
+    def __init__(self, values: Sequence[Any], attempts: int, reason: Any = None) -> None:
+        why = f": {getattr(reason, 'message', reason)}" if reason is not None else ""
+        super().__init__(f"QueueSpout item {list(values)!r} failed after {attempts} "
+                         f"attempt(s){why}")
+        self.values = values
+        self.attempts = attempts
+        self.reason = reason
+
+
+class ItemAbandoned(Exception):
+    """A ``QueueSpout`` item was in flight when its spout task closed (topology stopped)."""
+
+
+class _Tracked:
+    """An item put with ``QueueSpout.put``: the values and the future its caller awaits."""
+
+    __slots__ = ("future", "values")
+
+    def __init__(self, values: Sequence[Any], future: asyncio.Future[None]) -> None:
+        self.values = values
+        self.future = future
+
+
+def _retrieved(future: asyncio.Future[None]) -> None:
+    # A caller may ignore put()'s result; its failure is counted by the engine already,
+    # so asyncio need not log "exception was never retrieved" for it.
+    if not future.cancelled():
+        future.exception()
+
+
 class QueueSpout(Spout):
     """Emits the value lists an embedding service puts on ``queue`` (shared by all tasks).
 
-    Failed values are replayed; ``acked`` counts fully processed ones over all tasks.
+    ``put(values)`` enqueues an item and returns a future that resolves once the item's
+    tree is acked, or raises ``ItemFailed`` on its final fail; values put on ``queue``
+    directly work too, untracked by any future. A failed item is replayed, forever by
+    default, at most ``max_retries`` times otherwise. ``acked`` counts fully processed
+    items over all tasks. After ``finish()``, the spout is ``exhausted()`` once the queue
+    is empty and nothing is in flight, so ``LocalCluster.wait`` returns.
     """
 
-    def __init__(self, queue: asyncio.Queue[Sequence[Any]], fields: Iterable[str]) -> None:
+    def __init__(self, queue: asyncio.Queue[Sequence[Any]], fields: Iterable[str],
+                 max_retries: int | None = None) -> None:
+        if max_retries is not None and max_retries < 0:
+            raise ValueError(f"QueueSpout: max_retries must be >= 0 or None, got {max_retries}")
         self.queue = queue
         self.fields = list(fields)
-        self._acked = [0]  # a list, so that every task's copy counts into the same cell
+        self.max_retries = max_retries
+        # Lists, so that every task's copy counts into the same cell.
+        self._acked = [0]
+        self._finished = [False]
 
     @property
     def acked(self) -> int:
         """Values fully processed so far, by every task of the component."""
         return self._acked[0]
+
+    def put(self, values: Sequence[Any]) -> asyncio.Future[None]:
+        """Enqueue ``values`` now; the returned future resolves when the item's tree is
+        acked and raises ``ItemFailed`` on its final fail (``ItemAbandoned`` if the topology
+        stops first). Call it inside the running loop; a full bounded queue raises
+        ``asyncio.QueueFull`` as ``put_nowait`` does. Ignoring the result is fine."""
+        if self._finished[0]:
+            raise RuntimeError("QueueSpout.put after finish(): the spout takes no more items")
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(_retrieved)
+        self.queue.put_nowait(_Tracked(values, future))  # type: ignore[arg-type]
+        return future
+
+    def finish(self) -> None:
+        """No more items will come: the spout is exhausted once every item is decided."""
+        self._finished[0] = True
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(self.fields)
@@ -99,29 +164,58 @@ class QueueSpout(Spout):
              collector: SpoutOutputCollector) -> None:
         self.collector = collector
         self._next_id = 0
-        self._in_flight: dict[int, Sequence[Any]] = {}
+        # msg id -> [values, future or None, attempts]
+        self._in_flight: dict[int, list[Any]] = {}
         self._replay: deque[int] = deque()
+
+    def exhausted(self) -> bool:
+        """True after ``finish()`` once the queue is empty and this task has nothing left."""
+        return (self._finished[0] and self.queue.empty() and not self._in_flight
+                and not self._replay)
 
     def next_tuple(self) -> None:
         if self._replay:
             msg_id = self._replay.popleft()
         else:
             try:
-                values = self.queue.get_nowait()
+                item: Any = self.queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
             self._next_id += 1
             msg_id = self._next_id
-            self._in_flight[msg_id] = values
-        self.collector.emit(self._in_flight[msg_id], msg_id=msg_id)
+            if isinstance(item, _Tracked):
+                self._in_flight[msg_id] = [item.values, item.future, 0]
+            else:
+                self._in_flight[msg_id] = [item, None, 0]
+        entry = self._in_flight[msg_id]
+        entry[2] += 1
+        self.collector.emit(entry[0], msg_id=msg_id)
 
     def ack(self, msg_id: int) -> None:
-        self._in_flight.pop(msg_id, None)
+        entry = self._in_flight.pop(msg_id, None)
         self._acked[0] += 1
+        if entry is not None and entry[1] is not None and not entry[1].done():
+            entry[1].set_result(None)
 
-    def fail(self, msg_id: int) -> None:
-        if msg_id in self._in_flight:
+    def fail(self, msg_id: int, reason: Any = None) -> None:
+        entry = self._in_flight.get(msg_id)
+        if entry is None:
+            return
+        if self.max_retries is None or entry[2] <= self.max_retries:
             self._replay.append(msg_id)
+            return
+        del self._in_flight[msg_id]
+        if entry[1] is not None and not entry[1].done():
+            entry[1].set_exception(ItemFailed(entry[0], entry[2], reason))
+
+    def close(self) -> None:
+        """Fail the futures of items still in flight with ``ItemAbandoned``."""
+        for values, future, _ in self._in_flight.values():
+            if future is not None and not future.done():
+                future.set_exception(ItemAbandoned(
+                    f"QueueSpout item {list(values)!r} was in flight when the topology stopped"))
+        self._in_flight.clear()
+        self._replay.clear()
 
 
 class CollectBolt(Bolt):

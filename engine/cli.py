@@ -1,9 +1,12 @@
 """``python -m engine run FILE``: run a topology file until done, stopped or timed out.
 
 The file defines ``build(conf) -> Topology`` or a module-level ``topology``; an optional
-``CONF`` dict is merged under ``--conf``. A status line goes to stderr every few seconds.
-Ctrl-C or SIGTERM drains and closes. An invalid file, topology or configuration prints one
-line and exits with status 2.
+``CONF`` dict is merged under ``--conf``, and an optional ``report(conf)`` returns text
+printed to stdout once the run is over (the example's result). A status line goes to
+stderr every few seconds and once more after the drain. Ctrl-C or SIGTERM drains and
+closes. An invalid file, topology or configuration prints one line and exits with status 2.
+``--log-level`` sets the engine's logging (``INFO``) and, as ``NAME=LEVEL``, any logger's;
+aiokafka's loggers stay at ``WARNING`` unless named.
 """
 
 from __future__ import annotations
@@ -68,6 +71,11 @@ def _load(path: str) -> ModuleType:
 
 def load_topology(path: str, overrides: dict[str, Any]) -> tuple[Topology, Config]:
     """The topology and merged configuration a topology file defines."""
+    return _load_topology(path, overrides)[1:]
+
+
+def _load_topology(path: str, overrides: dict[str, Any]
+                   ) -> tuple[ModuleType, Topology, Config]:
     module = _load(path)
     conf = Config(getattr(module, "CONF", {}) or {})
     conf.update(overrides)
@@ -80,7 +88,7 @@ def load_topology(path: str, overrides: dict[str, Any]) -> tuple[Topology, Confi
     if not isinstance(topology, Topology):
         raise UsageError(f"{path}: expected a Topology (TopologyBuilder.create_topology()), "
                          f"got {type(topology).__name__}")
-    return topology, conf
+    return module, topology, conf
 
 
 def _fig(value: Any, unit: str = "") -> str:
@@ -90,6 +98,7 @@ def _fig(value: Any, unit: str = "") -> str:
 
 def _status(name: str, stats: dict[str, Any], spout_ids: set[str],
             last: dict[str, float]) -> str:
+    """One status line: totals since the start, the ack rate since the previous line."""
     spouts = {cid: c for cid, c in stats["components"].items() if cid in spout_ids}
     emitted = sum(c["emitted"] for c in spouts.values())
     acked = sum(c["acked"] for c in spouts.values())
@@ -142,8 +151,45 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> No
                 break
             if cluster.finished(name):
                 break
-        print(_status(name, cluster.stats(name), spout_ids, last), file=sys.stderr, flush=True)
-        await cluster.kill_topology(name, wait_secs=args.drain_secs)
+        final = await cluster.kill_topology(name, wait_secs=args.drain_secs)
+        print(_status(name, final, spout_ids, last), file=sys.stderr, flush=True)
+
+
+def _report(module: ModuleType, conf: Config) -> None:
+    """Print what the file's optional ``report(conf)`` returns (the run's result)."""
+    report = getattr(module, "report", None)
+    if callable(report):
+        text = report(conf)
+        if text:
+            print(text, flush=True)
+
+
+# Third-party loggers that talk at INFO in normal operation; WARNING unless named.
+QUIET_LOGGERS = ("aiokafka",)
+
+
+def _parse_levels(specs: list[str]) -> dict[str, int]:
+    """``--log-level`` values: ``LEVEL`` (the root logger) or ``NAME=LEVEL``."""
+    levels: dict[str, int] = {"": logging.INFO, **dict.fromkeys(QUIET_LOGGERS, logging.WARNING)}
+    for spec in specs:
+        name, sep, level = spec.rpartition("=")
+        if sep and not name:
+            raise UsageError(f"--log-level expects LEVEL or NAME=LEVEL, got {spec!r}")
+        number = logging.getLevelName(level.strip().upper())
+        if not isinstance(number, int):
+            raise UsageError(f"--log-level {spec!r}: unknown level {level!r}; use DEBUG, "
+                             f"INFO, WARNING, ERROR or CRITICAL")
+        levels[name.strip()] = number
+    return levels
+
+
+def configure_logging(specs: list[str]) -> None:
+    """Log to stderr at the levels ``--log-level`` gives (see ``_parse_levels``)."""
+    levels = _parse_levels(specs)
+    logging.basicConfig(level=levels.pop(""), format="%(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr, force=True)
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -162,6 +208,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--http", type=_http_address, default=None, metavar="[HOST:]PORT",
                      help="serve /metrics, the JSON API and the status page (default host "
                           "127.0.0.1; port 0 picks a free one)")
+    run.add_argument("--log-level", action="append", default=[], metavar="[NAME=]LEVEL",
+                     help="logging level (default INFO); NAME=LEVEL sets one logger's, e.g. "
+                          "aiokafka=INFO (aiokafka is at WARNING unless named)")
     graph = sub.add_parser("graph", help="draw a topology file as SVG on stdout")
     graph.add_argument("file")
     graph.add_argument("--name", default=None, help="title (default: the file's stem)")
@@ -185,15 +234,15 @@ def _http_address(raw: str) -> tuple[str, int]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit status (2 for invalid input)."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
     args.name = args.name or Path(args.file).stem.replace("_", "-")
     try:
-        topology, conf = load_topology(args.file, _parse_conf(args.conf))
+        configure_logging(getattr(args, "log_level", []))
+        module, topology, conf = _load_topology(args.file, _parse_conf(args.conf))
         if args.command == "graph":
             sys.stdout.write(render_svg(topology, title=args.name) + "\n")
             return 0
         _loop_runner(_run(args, topology, conf))
+        _report(module, conf)
     except (UsageError, TopologyError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

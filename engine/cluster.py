@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
     from engine.observe.server import HttpServer
 
 __all__ = ["LocalCluster"]
+
+log = logging.getLogger(__name__)
+
+# How often ``wait`` looks at a topology (a loop sleep, so virtual time applies).
+_WAIT_POLL_SECS = 0.01
 
 
 class _State(enum.Enum):
@@ -93,15 +99,48 @@ class LocalCluster:
             await running.kill(0)
             raise
 
-    async def kill_topology(self, name: str, wait_secs: float = 0) -> None:
-        """Stop calling ``next_tuple``, give pending trees ``wait_secs``, then close every task."""
+    async def kill_topology(self, name: str, wait_secs: float = 0) -> dict[str, Any]:
+        """Stop calling ``next_tuple``, give pending trees ``wait_secs``, then close every task.
+
+        Returns the topology's final ``stats``, taken after the drain, with ``"abandoned"``:
+        the trees still pending when the tasks were closed (never acked nor failed); a
+        warning names that number when it is not 0.
+        """
         running = self._running.get(name)
         if running is None:
             raise TopologyError(f"topology {name!r}: not running; running: {sorted(self._running)}")
         try:
             await running.kill(wait_secs)
+            final = running.stats()
         finally:
             self._running.pop(name, None)
+        final["abandoned"] = abandoned = final["spout_pending"]
+        if abandoned:
+            how = (f"drain timed out after {wait_secs:g} s" if wait_secs > 0
+                   else "stopped without a drain")
+            log.warning("topology %r: %s; %d tracked trees abandoned (their spouts heard "
+                        "neither ack nor fail)", name, how, abandoned)
+        return final
+
+    async def wait(self, name: str) -> None:
+        """Return once topology ``name`` is done: every spout task's ``exhausted()`` is True
+        and no tracked tree is pending (see ``finished``); it keeps running until killed.
+
+        Returns at once if ``name`` is killed meanwhile. Raises ``TopologyError`` when
+        ``name`` is not running, or when a spout has no ``exhausted`` method (the topology
+        could never be done).
+        """
+        running = self._running.get(name)
+        if running is None:
+            raise TopologyError(f"topology {name!r}: not running; running: {sorted(self._running)}")
+        for executor in running.spout_executors:
+            for task in executor.tasks:
+                if not callable(getattr(task.obj, "exhausted", None)):
+                    raise TopologyError(
+                        f"topology {name!r}: spout {executor.component!r} has no exhausted() "
+                        f"method, so the topology is never done; stop it with kill_topology")
+        while self._running.get(name) is running and not running.exhausted():
+            await asyncio.sleep(_WAIT_POLL_SECS)
 
     def stats(self, name: str) -> dict[str, Any]:
         """Figures of a running topology: ``pending``, ``components`` (per-component counters,

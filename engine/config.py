@@ -1,7 +1,14 @@
-"""Topology configuration: Storm's dotted keys in a ``dict``, checked at submit time."""
+"""Topology configuration: Storm's dotted keys in a ``dict``, checked at submit time.
+
+Every ``topology.*`` key must be one this module knows (``known_keys()``): a misspelt one
+is rejected with the nearest known key suggested. Other keys pass through untouched for
+user code (``wordcount.top``, ``kafka.bootstrap.servers``, ...). Booleans given as text
+(``--conf topology.debug=true``) accept ``true``/``false``/``True``/``False``/``1``/``0``.
+"""
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -15,11 +22,13 @@ __all__ = [
     "TOPOLOGY_LOOP_BLOCK_WARN_SECS",
     "TOPOLOGY_MAX_SPOUT_PENDING",
     "TOPOLOGY_MESSAGE_TIMEOUT_SECS",
+    "TOPOLOGY_NAME",
     "TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS",
     "TOPOLOGY_STATE_DIR",
     "TOPOLOGY_STATS_SAMPLE_RATE",
     "TOPOLOGY_TICK_TUPLE_FREQ_SECS",
     "Config",
+    "known_keys",
     "validate_config",
 ]
 
@@ -34,6 +43,7 @@ TOPOLOGY_STATS_SAMPLE_RATE = "topology.stats.sample.rate"
 TOPOLOGY_LOOP_BLOCK_WARN_SECS = "topology.loop.block.warn.secs"
 TOPOLOGY_STATE_DIR = "topology.state.dir"
 TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS = "topology.state.checkpoint.interval.ms"
+TOPOLOGY_NAME = "topology.name"
 
 DEFAULTS: dict[str, Any] = {
     TOPOLOGY_MESSAGE_TIMEOUT_SECS: 30,
@@ -47,7 +57,11 @@ DEFAULTS: dict[str, Any] = {
     TOPOLOGY_LOOP_BLOCK_WARN_SECS: 1.0,
     TOPOLOGY_STATE_DIR: ".stormloop-state",
     TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: 1000,
+    TOPOLOGY_NAME: None,
 }
+
+_RESERVED_PREFIX = "topology."
+_BOOLEAN_TEXT = {"true": True, "True": True, "1": True, "false": False, "False": False, "0": False}
 
 
 class Config(dict[str, Any]):
@@ -89,7 +103,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
     TOPOLOGY_MAX_SPOUT_PENDING: (_int_at_least(1), "an int >= 1 or None", True),
     TOPOLOGY_TICK_TUPLE_FREQ_SECS: (_positive_number, "a number of seconds > 0 or None", True),
     TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE: (_int_at_least(1), "an int >= 1", False),
-    TOPOLOGY_DEBUG: (lambda v: isinstance(v, bool), "True or False", False),
+    TOPOLOGY_DEBUG: (lambda v: isinstance(v, bool), "true or false (or 1 or 0)", False),
     TOPOLOGY_STATS_SAMPLE_RATE: (
         lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1,
         "a number from 0 to 1", False),
@@ -97,13 +111,47 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
     TOPOLOGY_STATE_DIR: (lambda v: isinstance(v, str | os.PathLike) and str(v) != "",
                          "a directory path", False),
     TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: (_int_at_least(1), "an int of ms >= 1", False),
+    TOPOLOGY_NAME: (lambda v: isinstance(v, str) and bool(v), "a non-empty string", True),
 }
+
+# Keys whose value is a bool; text and 0/1 are turned into one before the checks.
+_BOOLEANS = frozenset({TOPOLOGY_DEBUG})
+
+
+def known_keys() -> frozenset[str]:
+    """Every ``topology.*`` key the engine knows (any other ``topology.*`` key is an error)."""
+    return frozenset(DEFAULTS) | frozenset(_CHECKS)
+
+
+def _as_bool(value: Any) -> Any:
+    """``value`` as a bool when it spells one (``"true"``, ``"0"``, ``1``...), else as is."""
+    if isinstance(value, str):
+        return _BOOLEAN_TEXT.get(value.strip(), value)
+    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+        return bool(value)
+    return value
+
+
+def _check_names(conf: Mapping[str, Any], where: str) -> None:
+    known = known_keys()
+    for key in conf:
+        if isinstance(key, str) and key.startswith(_RESERVED_PREFIX) and key not in known:
+            # Compared without the shared prefix, which would make every key look close.
+            cut = len(_RESERVED_PREFIX)
+            near = difflib.get_close_matches(key[cut:], sorted(k[cut:] for k in known), n=1)
+            hint = f"; did you mean {_RESERVED_PREFIX + near[0]!r}?" if near else (
+                f"; known keys: {', '.join(sorted(known))}")
+            raise ConfigError(f"{where}: unknown config key {key!r}{hint}")
 
 
 def validate_config(conf: Mapping[str, Any], where: str = "topology") -> dict[str, Any]:
-    """Return ``DEFAULTS`` overlaid with ``conf``; raise ``ConfigError`` naming a bad key."""
+    """Return ``DEFAULTS`` overlaid with ``conf`` (booleans normalised); raise
+    ``ConfigError`` naming an unknown ``topology.*`` key or a bad value."""
+    _check_names(conf, where)
     merged = dict(DEFAULTS)
     merged.update(conf)
+    for key in _BOOLEANS:
+        merged[key] = _as_bool(merged[key])
     for key, (check, valid, nullable) in _CHECKS.items():
         value = merged[key]
         if value is None and nullable:

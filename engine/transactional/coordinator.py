@@ -61,8 +61,16 @@ class CoordinatorSpout(Spout):
         self._is_ready = awaitable(coordinator, "is_ready")
         self._initialize = awaitable(coordinator, "initialize_transaction")
         self._close = awaitable(coordinator, "close", optional=True)
+        finite = getattr(coordinator, "exhausted", None)
+        self._source_exhausted = finite if callable(finite) else None
         max_active = conf.get(TOPOLOGY_MAX_SPOUT_PENDING) or 1
         self.ledger = TransactionLedger(self._state.next_txid(), max_active, AttemptIds().next)
+
+    def exhausted(self) -> bool:
+        """True when the coordinator has an ``exhausted()`` that says no transaction will be
+        ready again, and no transaction is live: a finite transactional topology is done."""
+        finite = self._source_exhausted
+        return finite is not None and bool(finite()) and not self.ledger.live()
 
     async def next_tuple(self) -> None:
         """Emit a due commit and start what the window allows."""

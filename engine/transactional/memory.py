@@ -72,6 +72,10 @@ class _MemoryCoordinator:
                 return True
         return False
 
+    def exhausted(self) -> bool:
+        """Every partition was emitted to its end: no new transaction will be ready."""
+        return not self.is_ready()
+
 
 class _MemoryEmitter:
     def __init__(self, spout: MemoryTransactionalSpout) -> None:

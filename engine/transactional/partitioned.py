@@ -65,6 +65,9 @@ class _Coordinator:
         self._is_ready = awaitable(inner, "is_ready")
         self._num_partitions = None if opaque else awaitable(inner, "num_partitions")
         self.close = awaitable(inner, "close", optional=True)
+        finite = getattr(inner, "exhausted", None)
+        if callable(finite):
+            self.exhausted = finite
 
     async def is_ready(self) -> bool:
         return bool(await self._is_ready())

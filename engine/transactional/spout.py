@@ -48,7 +48,9 @@ class TransactionalSpout:
 
     ``get_coordinator`` returns an object with ``is_ready() -> bool`` (may a new
     transaction start now?), ``initialize_transaction(txid, prev_metadata) -> metadata``
-    (called once per transaction id, never again for a replay) and optionally ``close()``.
+    (called once per transaction id, never again for a replay), optionally ``close()`` and
+    optionally ``exhausted() -> bool`` (a plain ``def``: True once no transaction will ever
+    be ready again, so that a finite topology stops by itself).
     ``get_emitter`` returns an object with ``emit_batch(attempt, metadata, collector)``
     (emit exactly the batch ``metadata`` describes), ``cleanup_before(txid)`` (every
     transaction before ``txid`` is committed and never replayed) and optionally ``close()``.
@@ -72,7 +74,8 @@ class PartitionedTransactionalSpout:
 
     The engine keeps one metadata per (transaction, partition) and assigns partition ``i`` to
     emitter task ``i % num_emitter_tasks``. ``get_coordinator`` returns an object with
-    ``num_partitions() -> int``, ``is_ready() -> bool`` and optionally ``close()``.
+    ``num_partitions() -> int``, ``is_ready() -> bool``, optionally ``close()`` and
+    optionally ``exhausted() -> bool`` (as for ``TransactionalSpout``).
     ``get_emitter`` returns an object with:
 
     - ``emit_partition_batch_new(attempt, collector, partition, last_meta) -> meta``: emit a

@@ -34,7 +34,8 @@ def test_setters_use_storm_keys() -> None:
     ("topology.max.spout.pending", 0, "an int >= 1 or None"),
     ("topology.tick.tuple.freq.secs", -1, "a number of seconds > 0 or None"),
     ("topology.executor.receive.buffer.size", 0, "an int >= 1"),
-    ("topology.debug", "yes", "True or False"),
+    ("topology.debug", "yes", "true or false \\(or 1 or 0\\)"),
+    ("topology.debug", 2, "true or false \\(or 1 or 0\\)"),
     ("topology.loop.block.warn.secs", 0, "a number of seconds > 0 or None"),
     ("topology.loop.block.warn.secs", True, "a number of seconds > 0 or None"),
 ])
@@ -53,4 +54,51 @@ async def test_bad_component_configuration_names_the_component() -> None:
     async with LocalCluster() as cluster:
         with pytest.raises(ConfigError, match=r"^spout 's': config "
                                               r"'topology.tick.tuple.freq.secs'"):
+            await cluster.submit_topology("t", {}, b.create_topology())
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (True, True), (False, False), ("true", True), ("True", True), ("1", True), (1, True),
+    ("false", False), ("False", False), ("0", False), (0, False)])
+def test_booleans_accept_text_and_digits(value: Any, expected: bool) -> None:
+    assert validate_config({"topology.debug": value})["topology.debug"] is expected
+
+
+@pytest.mark.parametrize(("key", "nearest"), [
+    ("topology.max.spout.pendng", "topology.max.spout.pending"),
+    ("topology.message.timeout.sec", "topology.message.timeout.secs"),
+    ("topology.acker.executor", "topology.acker.executors"),
+    ("topology.debg", "topology.debug"),
+])
+def test_unknown_topology_key_names_the_nearest_known_key(key: str, nearest: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^topology: unknown config key '{key}'; "
+                                          rf"did you mean '{nearest}'\?$"):
+        validate_config({key: 1})
+
+
+def test_unknown_topology_key_far_from_any_lists_the_known_keys() -> None:
+    with pytest.raises(ConfigError, match=r"unknown config key 'topology.zzz'; known keys: "
+                                          r"topology.acker.executors, "):
+        validate_config({"topology.zzz": 1})
+
+
+def test_other_keys_pass_through_for_user_code() -> None:
+    merged = validate_config({"wordcount.top": 3, "kafka.bootstrap.servers": "h:1", 7: "x"})
+    assert merged["wordcount.top"] == 3
+    assert merged["kafka.bootstrap.servers"] == "h:1"
+
+
+def test_every_default_and_checked_key_is_known() -> None:
+    from engine.config import _CHECKS, DEFAULTS, known_keys
+
+    assert set(DEFAULTS) | set(_CHECKS) <= known_keys()
+
+
+async def test_unknown_key_in_a_component_configuration_names_the_component() -> None:
+    b = TopologyBuilder()
+    b.set_spout("s", FeederSpout(["v"])).add_configuration("topology.tick.freq.secs", 1)
+    async with LocalCluster() as cluster:
+        with pytest.raises(ConfigError, match=r"^spout 's': unknown config key "
+                                              r"'topology.tick.freq.secs'; did you mean "
+                                              r"'topology.tick.tuple.freq.secs'\?$"):
             await cluster.submit_topology("t", {}, b.create_topology())
