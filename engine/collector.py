@@ -354,7 +354,8 @@ class BasicOutputCollector:
 
     __slots__ = ("_collector", "anchor")
 
-    def __init__(self, collector: OutputCollector) -> None:
+    def __init__(self, collector: Any) -> None:
+        # Any: an ``OutputCollector`` or a wrapper around one (a stateful topology's).
         self._collector = collector
         self.anchor: Tuple | None = None
 

@@ -42,7 +42,7 @@ def flatten(stats: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _ms(value: float | None) -> float | None:
-    return None if value is None else round(value * 1000, 3)
+    return None if value is None else round(value * 1000, 6)
 
 
 def bolt_times(stats: Mapping[str, Any], delta: Delta, cid: str) -> dict[str, Any]:
