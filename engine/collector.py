@@ -361,7 +361,8 @@ class BasicOutputCollector:
 
     def emit(self, values: Sequence[Any], stream: str = "default") -> list[int]:
         """Emit ``values`` anchored to the input tuple."""
-        return self._collector.emit(values, self.anchor, stream)
+        sent: list[int] = self._collector.emit(values, self.anchor, stream)
+        return sent
 
     def emit_direct(self, task_id: SupportsIndex, values: Sequence[Any],
                     stream: str = "default") -> None:
