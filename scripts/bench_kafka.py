@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -224,6 +225,7 @@ class Outcome:
     unique: int
     duplicates: int
     note: str | None = None
+    cpu_us: float = 0.0  # CPU time of the system's process per input record, start-up included
 
 
 async def read_outputs(bootstrap: str, sink: str, partitions: int,
@@ -265,6 +267,7 @@ async def one_run(system: str, run: int, bootstrap: str, broker: TestingBroker |
         await broker.create_topic(sink, args.partitions)
     note = None
     started = time.monotonic()
+    cpu_before = _cpu_seconds(system)
     if system == "bare":
         await run_bare(bootstrap, source, sink, group, args.records)
     elif system in ("engine", "storm"):
@@ -274,27 +277,39 @@ async def one_run(system: str, run: int, bootstrap: str, broker: TestingBroker |
         note = await asyncio.to_thread(run_peer, system, bootstrap, source, sink, group,
                                        args.records, args.peer_timeout)
     wall = time.monotonic() - started
+    cpu = _cpu_seconds(system) - cpu_before
     outcome = await read_outputs(bootstrap, sink, args.partitions, args.records)
     outcome.note = outcome.note or note
+    outcome.cpu_us = cpu / args.records * 1e6
     missing = args.records - outcome.unique
     print(f"  {system:<7} run {run + 1}: {outcome.rate:>9,.0f} records/s steady "
-          f"(wall {wall:.1f}s), outputs {outcome.unique:,} ids"
+          f"(wall {wall:.1f}s, CPU {outcome.cpu_us:.0f} us/record), outputs {outcome.unique:,} ids"
           f"{f', {missing:,} MISSING' if missing else ''}, {outcome.duplicates:,} duplicates"
           f"{f' [{outcome.note}]' if outcome.note else ''}", flush=True)
     return outcome
+
+
+def _cpu_seconds(system: str) -> float:
+    """CPU time so far of this process (in-process systems) or of its finished children."""
+    who = resource.RUSAGE_CHILDREN if system in PEERS else resource.RUSAGE_SELF
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
 
 
 def table(results: dict[str, list[Outcome]], records: int) -> list[str]:
     """The summary lines: medians, spread, ratios and the targets."""
     med = {s: statistics.median(o.rate for o in runs) for s, runs in results.items()}
     bare = med.get("bare")
-    lines = [f"{'system':<55} {'records/s':>10} {'spread':>19} {'/ bare':>7}"]
+    lines = [f"{'system':<55} {'records/s':>10} {'spread':>19} {'/ bare':>7} "
+             f"{'CPU us/rec':>10}"]
     for system, runs in results.items():
         rates = [o.rate for o in runs]
         ratio = f"{med[system] / bare:.2f}" if bare else "-"
         partial = " (partial)" if any(o.unique < records for o in runs) else ""
+        cpu = statistics.median(o.cpu_us for o in runs)
         lines.append(f"{LABELS[system]:<55} {med[system]:>10,.0f} "
-                     f"{min(rates):>9,.0f}-{max(rates):<9,.0f} {ratio:>7}{partial}")
+                     f"{min(rates):>9,.0f}-{max(rates):<9,.0f} {ratio:>7} {cpu:>10.0f}"
+                     f"{partial}")
     checks = []
     if bare and "engine" in med:
         checks.append(("engine >= 0.85 x bare", med["engine"] / bare, 0.85))

@@ -2,8 +2,9 @@
 
 Guarantee: a tuple is acked only after the broker confirmed its record (with the
 producer's ``acks``, default ``"all"``), and failed if the produce fails, so the spout
-replays it: at least once on ``topic``. ``execute`` does not wait for the confirmation;
-records are batched by the producer and tuples are acked from the delivery callbacks.
+replays it: at least once on ``topic``. ``execute`` does not wait for the confirmation:
+records are appended to per-partition batches (``batch_send.py``) and the tuples of a
+batch are acked together from its one delivery callback.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
+from connectors.kafka.batch_send import BatchSender
 from connectors.kafka.codec import check_value_format, encode_key, encode_value
 from engine import Bolt
 
@@ -50,6 +52,12 @@ class KafkaBolt(Bolt):
         self._producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap_servers,
                                           **self.producer_options)
         await self._producer.start()
+        self._sender = BatchSender(self._producer, self.topic, self._batch_delivered,
+                                   partitioner=self.producer_options.get("partitioner"),
+                                   linger=self.producer_options.get("linger_ms", 0) / 1000,
+                                   max_request_size=self.producer_options.get(
+                                       "max_request_size", 1048576))
+        await self._sender.start()
 
     def _value(self, tup: Any) -> Any:
         if self.value_field is not None:
@@ -68,8 +76,16 @@ class KafkaBolt(Bolt):
             return
         key = encode_key(tup[self.key_field]) if self.key_field is not None else None
         value = encode_value(self._value(tup), self.value_format)
-        future = await self._producer.send(self.topic, value, key=key)
-        future.add_done_callback(lambda f, tup=tup: self._delivered(tup, f))
+        await self._sender.add(key, value, tup)
+
+    def _batch_delivered(self, tuples: list[Any], future: Any) -> None:
+        if not future.cancelled() and future.exception() is None:
+            ack = self._collector.ack
+            for tup in tuples:
+                ack(tup)
+            return
+        for tup in tuples:
+            self._delivered(tup, future)
 
     def _delivered(self, tup: Any, future: Any) -> None:
         exc = None if future.cancelled() else future.exception()
@@ -82,6 +98,9 @@ class KafkaBolt(Bolt):
 
     async def cleanup(self) -> None:
         """Wait for outstanding records (their tuples are acked or failed), then stop."""
+        sender = getattr(self, "_sender", None)
+        if sender is not None:
+            await sender.close()
         producer = getattr(self, "_producer", None)
         if producer is not None:
             await producer.stop()  # flushes first
