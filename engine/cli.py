@@ -141,6 +141,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--drain-secs", type=float, default=5.0, metavar="SECS",
                      help="on stop, give pending trees this long to complete (default 5)")
     run.add_argument("--status-interval", type=float, default=5.0, metavar="SECS")
+    run.add_argument("--workers", type=int, default=1, metavar="N",
+                     help="run N engine processes of the topology under a supervisor that "
+                          "restarts crashed ones (spouts must share work, e.g. Kafka)")
     return parser
 
 
@@ -152,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     args.name = args.name or Path(args.file).stem.replace("_", "-")
     try:
         topology, conf = load_topology(args.file, _parse_conf(args.conf))
+        if args.workers != 1:
+            return _supervise(args, topology, list(sys.argv[1:] if argv is None else argv))
         _loop_runner(_run(args, topology, conf))
     except (UsageError, TopologyError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -159,6 +164,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _supervise(args: argparse.Namespace, topology: Topology, argv: list[str]) -> int:
+    if args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    from engine.supervisor import supervise
+
+    try:
+        return supervise(args, topology, argv)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _loop_runner(coro: Any) -> None:
