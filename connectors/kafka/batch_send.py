@@ -113,15 +113,20 @@ class BatchSender:
         self._available = sorted(cluster.available_partitions_for_topic(self._topic) or ())
         self._sticky_partition = next(self._sticky)
 
-    async def add(self, key: bytes | None, value: bytes | None, item: Any) -> None:
-        """Append one record; ``item`` is passed to ``on_done`` with its batch.
+    async def add(self, key: bytes | None, value: bytes | None, item: Any,
+                  headers: list[tuple[str, bytes]] | None = None,
+                  partition: int | None = None) -> None:
+        """Append one record (to ``partition`` if given); ``item`` is passed to ``on_done``
+        with its batch.
 
         Raises ``MessageSizeTooLargeError`` (as ``AIOKafkaProducer.send``) for a record
         larger than ``max_request_size``; nothing is added then.
         """
         if len(value or b"") + len(key or b"") + _RECORD_OVERHEAD > self._max_request_size:
             self._check_size(key, value)
-        if key is None:
+        if partition is not None:
+            pass
+        elif key is None:
             partition = self._sticky_partition
         else:
             partition = self._partitioner(key, self._all, self._available)
@@ -129,10 +134,11 @@ class BatchSender:
         if batches is None:
             batches = self._open[partition] = [(self._producer.create_batch(), [])]
         builder, items = batches[-1]
-        if builder.append(key=key, value=value, timestamp=None) is None:
+        headers = headers or []
+        if builder.append(key=key, value=value, timestamp=None, headers=headers) is None:
             # Full (an empty builder always takes its first record): open the next one.
             builder = self._producer.create_batch()
-            builder.append(key=key, value=value, timestamp=None)
+            builder.append(key=key, value=value, timestamp=None, headers=headers)
             items = []
             batches.append((builder, items))
             self._queued += 1
