@@ -107,6 +107,8 @@ class BatchSender:
     def _refresh(self) -> None:
         cluster = self._producer.client.cluster
         all_parts = sorted(cluster.partitions_for_topic(self._topic) or ())
+        if not all_parts:
+            return  # metadata momentarily without the topic: keep the last known layout
         if all_parts != self._all:
             self._all = all_parts
             self._sticky = itertools.cycle(all_parts)

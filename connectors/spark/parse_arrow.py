@@ -59,7 +59,8 @@ def parse_columnar(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch |
     try:
         table = pa_json.read_json(
             io.BytesIO(text),
-            read_options=pa_json.ReadOptions(block_size=max(_BLOCK, len(text) + 1)),
+            read_options=pa_json.ReadOptions(use_threads=False,
+                                             block_size=max(_BLOCK, len(text) + 1)),
             parse_options=pa_json.ParseOptions(explicit_schema=_JSON_SCHEMA,
                                                unexpected_field_behavior="ignore"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
