@@ -16,7 +16,7 @@ plain ``python -m engine run FILE`` with the same options) and:
 - reads each worker's status lines from its stderr pipe and prints one line with their
   sums (counts of workers that exited are kept, so totals never go backwards); every other
   line a worker prints is passed on, prefixed with ``[worker I]``;
-- with ``--http [HOST:]PORT`` worker I serves on PORT + I.
+- with ``--http [HOST:]PORT`` worker I serves on PORT + I (PORT 0: each picks a free one).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ KILL_GRACE = 10.0
 USAGE_STATUS = 2
 
 _FIGURE = re.compile(r"([a-z_/]+)=([0-9][0-9,]*(?:\.[0-9]+)?)")
-_SUMMED = ("emitted", "acked", "failed", "pending", "errors")
+_SUMMED = ("emitted", "acked", "failed", "timeouts", "pending", "errors")
 
 
 def refusal(topology: Topology, workers: int) -> str | None:
@@ -85,8 +85,8 @@ def worker_argv(argv: list[str], index: int) -> list[str]:
 
 def _shift_port(address: str, index: int) -> str:
     host, sep, port = address.rpartition(":")
-    if not port.isdigit():
-        return address
+    if not port.isdigit() or int(port) == 0:
+        return address  # not a port, or 0: each worker picks a free port itself
     return f"{host}{sep}{int(port) + index}"
 
 
@@ -199,7 +199,7 @@ class Supervisor:
         alive = sum(1 for w in self._workers if w.proc is not None)
         return (f"[{self.name} workers={alive}/{len(self._workers)} restarts={self.restarts}] "
                 f"emitted={t['emitted']:.0f} acked={t['acked']:.0f} failed={t['failed']:.0f} "
-                f"pending={t['pending']:.0f} errors={t['errors']:.0f} "
+                f"timeouts={t['timeouts']:.0f} pending={t['pending']:.0f} errors={t['errors']:.0f} "
                 f"acked/s={t['acked/s']:,.0f}")
 
     async def _report(self) -> None:

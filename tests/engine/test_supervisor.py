@@ -158,3 +158,5 @@ def test_worker_arguments_drop_workers_and_move_the_http_port() -> None:
     assert worker_argv(argv, 2) == ["run", "t.py", "--http", "127.0.0.1:9102", "--name", "x"]
     assert worker_argv(["run", "t.py", "--workers=2", "--http=9100"], 1) == [
         "run", "t.py", "--http=9101"]
+    assert worker_argv(["run", "t.py", "--http", "[::1]:0"], 1) == [
+        "run", "t.py", "--http", "[::1]:0"]
