@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from typing import Any
 
 import orjson
@@ -54,6 +55,9 @@ def run_quix(args: argparse.Namespace) -> None:
 
     sdf = app.dataframe(source)
     sdf = sdf.apply(step)
+    # quixstreams gives an output the input's timestamp by default; the rate is read from
+    # output timestamps, so stamp outputs when produced, as the other systems do.
+    sdf = sdf.set_timestamp(lambda value, key, timestamp, headers: time.time_ns() // 1_000_000)
     sdf.to_topic(sink)
     app.run()
 
