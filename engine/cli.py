@@ -211,6 +211,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--log-level", action="append", default=[], metavar="[NAME=]LEVEL",
                      help="logging level (default INFO); NAME=LEVEL sets one logger's, e.g. "
                           "aiokafka=INFO (aiokafka is at WARNING unless named)")
+    run.add_argument("--workers", type=int, default=1, metavar="N",
+                     help="run N engine processes of the topology under a supervisor that "
+                          "restarts crashed ones (spouts must share work, e.g. Kafka)")
     graph = sub.add_parser("graph", help="draw a topology file as SVG on stdout")
     graph.add_argument("file")
     graph.add_argument("--name", default=None, help="title (default: the file's stem)")
@@ -241,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "graph":
             sys.stdout.write(render_svg(topology, title=args.name) + "\n")
             return 0
+        if getattr(args, "workers", 1) != 1:
+            return _supervise(args, topology, list(sys.argv[1:] if argv is None else argv))
         _loop_runner(_run(args, topology, conf))
         _report(module, conf)
     except (UsageError, TopologyError, ConfigError) as exc:
@@ -249,6 +254,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _supervise(args: argparse.Namespace, topology: Topology, argv: list[str]) -> int:
+    if args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    from engine.supervisor import supervise
+
+    try:
+        return supervise(args, topology, argv)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _loop_runner(coro: Any) -> None:

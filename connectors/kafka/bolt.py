@@ -2,8 +2,9 @@
 
 Guarantee: a tuple is acked only after the broker confirmed its record (with the
 producer's ``acks``, default ``"all"``), and failed if the produce fails, so the spout
-replays it: at least once on ``topic``. ``execute`` does not wait for the confirmation;
-records are batched by the producer and tuples are acked from the delivery callbacks.
+replays it: at least once on ``topic``. ``execute`` does not wait for the confirmation:
+records are appended to per-partition batches (``batch_send.py``) and the tuples of a
+batch are acked together from its one delivery callback.
 
 A failed produce fails the tuple with the error as its reason (``"MessageSizeTooLargeError:
 ..."``), so the spout's failed record says why. Errors are not logged per record: an outage
@@ -24,6 +25,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from connectors.kafka import client_options
+from connectors.kafka.batch_send import BatchSender
 from connectors.kafka.codec import check_value_format, encode_key, encode_value
 from connectors.kafka.kafka_errors import describe, is_outage
 from connectors.kafka.outage import Outage, StallWatch
@@ -80,6 +82,12 @@ class KafkaBolt(Bolt):
         await self._producer.start()
         self._watch_task = asyncio.create_task(self._watch(),
                                                name=f"kafka-bolt-watch-{context.task_id}")
+        self._sender = BatchSender(self._producer, self.topic, self._batch_delivered,
+                                   partitioner=self.producer_options.get("partitioner"),
+                                   linger=self.producer_options.get("linger_ms", 0) / 1000,
+                                   max_request_size=self.producer_options.get(
+                                       "max_request_size", 1048576))
+        await self._sender.start()
 
     def _value(self, tup: Any) -> Any:
         if self.value_field is not None:
@@ -100,11 +108,21 @@ class KafkaBolt(Bolt):
         value = encode_value(self._value(tup), self.value_format)
         self._sent += 1
         try:
-            future = await self._producer.send(self.topic, value, key=key)
+            await self._sender.add(key, value, tup)
         except KafkaError as exc:  # refused before sending (too large, no metadata)
             self._failed(tup, exc)
+
+    def _batch_delivered(self, tuples: list[Any], future: Any) -> None:
+        if not future.cancelled() and future.exception() is None:
+            self._produced += len(tuples)
+            ack = self._collector.ack
+            for tup in tuples:
+                ack(tup)
+            if self._outage.down_since is not None:
+                self._outage.up(self._loop.time())
             return
-        future.add_done_callback(lambda f, tup=tup: self._delivered(tup, f))
+        for tup in tuples:
+            self._delivered(tup, future)
 
     def _delivered(self, tup: Any, future: Any) -> None:
         exc = None if future.cancelled() else future.exception()
@@ -149,6 +167,9 @@ class KafkaBolt(Bolt):
 
     async def cleanup(self) -> None:
         """Wait for outstanding records (their tuples are acked or failed), then stop."""
+        sender = getattr(self, "_sender", None)
+        if sender is not None:
+            await sender.close()
         task = getattr(self, "_watch_task", None)
         if task is not None:
             task.cancel()

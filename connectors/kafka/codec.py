@@ -67,7 +67,7 @@ def _raw(data: bytes | None, what: str) -> bytes | None:
 class Decoder:
     """Turns a consumer record into the values of one tuple with the given ``fields``."""
 
-    __slots__ = ("_extract", "_raw")
+    __slots__ = ("_extract", "_getter", "_raw")
 
     def __init__(self, fields: Sequence[str], value_format: str) -> None:
         check_value_format(value_format)
@@ -93,18 +93,33 @@ class Decoder:
         if value_format == "bytes":
             as_is |= {"key", "value"}
         self._raw: Callable[[Any], list[Any]] | None = None
+        self._getter: Callable[[Any], Any] | None = None
         if set(fields) <= as_is:
             getter = attrgetter(*fields)
             if len(fields) == 1:
                 self._raw = lambda r: [getter(r)]
             else:
                 self._raw = lambda r: list(getter(r))
+                self._getter = getter
 
     def __call__(self, record: Any) -> list[Any]:
         """The tuple values for ``record``; raises ``DecodeError`` for undecodable bytes."""
         if self._raw is not None:
             return self._raw(record)
         return [extract(record) for extract in self._extract]
+
+
+    def many(self, records: list[Any]) -> list[list[Any]]:
+        """``self(r)`` for each of ``records``, in one pass; raises ``DecodeError`` if any
+        record does not decode (the caller then decodes them one by one)."""
+        getter = self._getter
+        if getter is not None:
+            return [list(getter(r)) for r in records]
+        raw = self._raw
+        if raw is not None:
+            return [raw(r) for r in records]
+        extract = self._extract
+        return [[f(r) for f in extract] for r in records]
 
 
 def encode_key(key: Any) -> bytes | None:

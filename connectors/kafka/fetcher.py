@@ -81,6 +81,9 @@ class Fetcher:
                  fetch_max_records: int = 500) -> None:
         self.consumer = consumer
         self._decode = decode
+        # A Decoder decodes a whole fetched batch in one call; any other callable per record.
+        self._decode_many: Callable[[list[Any]], list[list[Any]]] = getattr(
+            decode, "many", None) or (lambda records: [decode(r) for r in records])
         self._on_undecodable = on_undecodable
         self._before_revoke = before_revoke
         self.max_uncommitted = max_uncommitted
@@ -166,30 +169,53 @@ class Fetcher:
                 continue
             if part.offsets is None:
                 part.offsets = PartitionOffsets(records[0].offset)
-            cap = self.max_uncommitted
-            for record in records:
-                if part.offsets.uncommitted >= cap:
-                    # At the cap: read the rest again once acks let this partition resume.
-                    self.consumer.seek(tp, record.offset)
-                    break
-                if part.offsets.track(record.offset):
-                    self._admit(part, record)
+            self._admit_batch(tp, part, records)
             position = await self.consumer.position(tp)
             if self.parts.get(tp) is part:  # a rebalance may have run during the await
                 part.offsets.fetched_upto(position)
 
-    def _admit(self, part: Partition, record: Any) -> None:
-        msg_id = (record.topic, record.partition, record.offset)
-        try:
-            values: list[Any] | None = self._decode(record)
-        except DecodeError as exc:
-            pending = Pending(msg_id, None, record)
-            part.records[record.offset] = pending
-            self._on_undecodable(part, pending, str(exc))
+    def _admit_batch(self, tp: TopicPartition, part: Partition, records: list[Any]) -> None:
+        """Track, decode and buffer one partition's fetched records, a batch at a time."""
+        offsets = part.offsets
+        assert offsets is not None
+        start = offsets.fetch_position
+        if records[0].offset < start:  # a re-fetch overlapping what is tracked already
+            records = [r for r in records if r.offset >= start]
+        room = self.max_uncommitted - offsets.uncommitted
+        if len(records) > room:
+            # At the cap: read the rest again once acks let this partition resume.
+            if room <= 0:
+                self.consumer.seek(tp, records[0].offset)
+                return
+            self.consumer.seek(tp, records[room].offset)
+            records = records[:room]
+        if not records:
             return
-        pending = Pending(msg_id, values, record)
-        part.records[record.offset] = pending
-        self.buffer.append((part, pending))
+        offsets.track_many([r.offset for r in records])
+        reasons: dict[int, str] = {}
+        try:
+            decoded: list[list[Any] | None] = list(self._decode_many(records))
+        except DecodeError:
+            decoded = [self._decode_one(r, reasons) for r in records]
+        by_offset = part.records
+        buffered = []
+        topic, partition = tp.topic, tp.partition
+        for record, values in zip(records, decoded, strict=True):
+            offset = record.offset
+            pending = Pending((topic, partition, offset), values, record)
+            by_offset[offset] = pending
+            if values is not None:
+                buffered.append((part, pending))
+            else:
+                self._on_undecodable(part, pending, reasons[offset])
+        self.buffer.extend(buffered)
+
+    def _decode_one(self, record: Any, reasons: dict[int, str]) -> list[Any] | None:
+        try:
+            return self._decode(record)
+        except DecodeError as exc:
+            reasons[record.offset] = str(exc)
+            return None
 
     def _apply_pauses(self) -> tuple[int, int]:
         """Pause partitions at the cap (all of them while the buffer is full), resume the

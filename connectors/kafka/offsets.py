@@ -54,6 +54,18 @@ class PartitionOffsets:
         self._fetched_upto = offset + 1
         return True
 
+    def track_many(self, offsets: list[int]) -> None:
+        """``track`` for one fetched batch: ascending offsets, all at or above
+        ``fetch_position`` (the caller drops a re-fetch's overlap first)."""
+        if not offsets:
+            return
+        if offsets[0] < self._fetched_upto or offsets[-1] < offsets[0]:
+            raise ValueError(f"track_many needs ascending offsets from {self._fetched_upto}, "
+                             f"got {offsets[0]}..{offsets[-1]}")
+        self._order.extend(offsets)
+        self._inflight.update(offsets)
+        self._fetched_upto = offsets[-1] + 1
+
     def fetched_upto(self, position: int) -> None:
         """Every offset below ``position`` was fetched or does not exist (trailing gaps)."""
         if position > self._fetched_upto:

@@ -89,6 +89,9 @@ class KafkaSpout(Spout):
     included, see ``client_options``) and overrides the spout's defaults.
     """
 
+    shared_across_processes = True
+    """Engine processes running it split the partitions through the consumer group."""
+
     def __init__(self, topics: str | Iterable[str], bootstrap_servers: str | list[str],
                  group_id: str, *, fields: Sequence[str] = ("key", "value"),
                  value_format: str = "str", max_retries: int = 3,

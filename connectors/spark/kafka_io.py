@@ -18,6 +18,7 @@ import pyarrow as pa
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from connectors.kafka import client_options
+from connectors.kafka.batch_send import BatchSender
 from connectors.spark.offsets import OffsetRange
 
 __all__ = ["RECORD_DDL", "RECORD_SCHEMA", "Pace", "read_range", "write_batches"]
@@ -50,16 +51,24 @@ class StalledRead(TimeoutError):
 
 
 def _to_batch(records: list[Any]) -> pa.RecordBatch:
-    columns = {
-        "key": [r.key for r in records],
-        "value": [r.value for r in records],
-        "topic": [r.topic for r in records],
-        "partition": [r.partition for r in records],
-        "offset": [r.offset for r in records],
-        "timestamp_ms": [r.timestamp for r in records],
-        "headers": [[{"key": k, "value": v} for k, v in r.headers] for r in records],
-    }
-    return pa.RecordBatch.from_pydict(columns, schema=RECORD_SCHEMA)
+    headers = [r.headers for r in records]
+    if any(headers):
+        header_column = pa.array([[{"key": k, "value": v} for k, v in h] for h in headers],
+                                 _HEADERS)
+    else:  # the norm: no headers, so no Python object per record for them
+        header_column = pa.ListArray.from_arrays(
+            pa.array([0] * (len(records) + 1), pa.int32()),
+            pa.array([], _HEADERS.value_type))
+    columns = [
+        pa.array([r.key for r in records], pa.binary()),
+        pa.array([r.value for r in records], pa.binary()),
+        pa.array([r.topic for r in records], pa.string()),
+        pa.array([r.partition for r in records], pa.int32()),
+        pa.array([r.offset for r in records], pa.int64()),
+        pa.array([r.timestamp for r in records], pa.int64()),
+        header_column,
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=RECORD_SCHEMA)
 
 
 def read_range(bootstrap: str, rng: OffsetRange, *, stall_timeout_s: float = 60.0,
@@ -121,17 +130,20 @@ def write_batches(bootstrap: str, batches: Iterable[pa.RecordBatch], *,
     """Produce one record per row and return the count once the broker confirmed them all.
 
     Rows carry ``value`` and optionally ``key``, ``topic`` (falling back to
-    ``default_topic``), ``partition`` and ``headers``. Raises on the first failed send;
-    records already sent by then stay written (at-least-once). With
-    ``max_records_per_sec``, sends are paced so that this call never goes faster.
+    ``default_topic``), ``partition`` and ``headers``. Rows go to the producer in
+    per-partition batches, each confirmed as a whole. Raises the first failure once every
+    batch was answered; records confirmed by then stay written (at-least-once). With
+    ``max_records_per_sec``, rows are handed over paced so that this call never goes faster.
     """
     with asyncio.Runner() as runner:
         producer = runner.run(_started_producer(bootstrap, producer_options or {}))
-        pace = Pace(max_records_per_sec)
+        writer = _Writer(producer, default_topic, Pace(max_records_per_sec))
         try:
-            return sum(runner.run(_send_batch(producer, batch, default_topic, pace))
-                       for batch in batches)
+            for batch in batches:
+                runner.run(writer.write(batch))
+            return runner.run(writer.finish())
         finally:
+            runner.run(writer.close())
             runner.run(producer.stop())
 
 
@@ -166,17 +178,73 @@ async def _started_producer(bootstrap: str, options: Mapping[str, Any]) -> AIOKa
     return producer
 
 
-async def _send_batch(producer: AIOKafkaProducer, batch: pa.RecordBatch,
-                      default_topic: str | None, pace: Pace) -> int:
-    rows = batch.to_pylist()
-    futures = []
-    for row in rows:
-        await pace.wait()
-        topic = row.get("topic") or default_topic
-        if topic is None:
-            raise ValueError("a row has no 'topic' and the sink has no default 'topic' option")
-        headers = [(h["key"], h["value"] or b"") for h in row.get("headers") or ()]
-        futures.append(await producer.send(topic, row["value"], key=row.get("key"),
-                                           partition=row.get("partition"), headers=headers))
-    await asyncio.gather(*futures)
-    return len(rows)
+def _column(batch: pa.RecordBatch, name: str) -> list[Any]:
+    index = batch.schema.get_field_index(name)
+    return [None] * batch.num_rows if index < 0 else batch.column(index).to_pylist()
+
+
+class _Writer:
+    """Rows to records through one ``BatchSender`` per topic; counts confirmations."""
+
+    def __init__(self, producer: AIOKafkaProducer, default_topic: str | None,
+                 pace: Pace) -> None:
+        self._producer = producer
+        self._pace = pace
+        self._default_topic = default_topic
+        self._senders: dict[str, BatchSender] = {}
+        self._outstanding = 0
+        self._confirmed = 0
+        self._error: BaseException | None = None
+        self._answered = asyncio.Event()
+
+    def _done(self, items: list[Any], future: asyncio.Future[Any]) -> None:
+        exc = future.exception() if not future.cancelled() else asyncio.CancelledError()
+        if exc is None:
+            self._confirmed += len(items)
+        elif self._error is None:
+            self._error = exc
+        self._outstanding -= len(items)
+        if self._outstanding == 0:
+            self._answered.set()
+
+    async def _sender(self, topic: str) -> BatchSender:
+        sender = self._senders.get(topic)
+        if sender is None:
+            sender = self._senders[topic] = BatchSender(self._producer, topic, self._done,
+                                                        linger=0)
+            await sender.start()
+        return sender
+
+    async def write(self, batch: pa.RecordBatch) -> None:
+        """Hand every row of ``batch`` to the producer."""
+        values = batch.column(batch.schema.get_field_index("value")).to_pylist()
+        keys, topics = _column(batch, "key"), _column(batch, "topic")
+        partitions, headers = _column(batch, "partition"), _column(batch, "headers")
+        for value, key, topic, partition, hdrs in zip(values, keys, topics, partitions,
+                                                      headers, strict=True):
+            topic = topic or self._default_topic
+            if topic is None:
+                raise ValueError("a row has no 'topic' and the sink has no default "
+                                 "'topic' option")
+            sender = self._senders.get(topic) or await self._sender(topic)
+            await self._pace.wait()
+            self._outstanding += 1
+            self._answered.clear()
+            await sender.add(key, value, None, headers=[(h["key"], h["value"] or b"")
+                                                        for h in hdrs] if hdrs else None,
+                             partition=partition)
+
+    async def finish(self) -> int:
+        """Wait until the broker answered every record; the count, or the first error."""
+        for sender in self._senders.values():
+            await sender.flush()
+        if self._outstanding:
+            await self._answered.wait()
+        if self._error is not None:
+            raise self._error
+        return self._confirmed
+
+    async def close(self) -> None:
+        """Stop the senders (records not yet handed over are dropped: the task failed)."""
+        for sender in self._senders.values():
+            await sender.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from connectors.kafka.failed import FailedRecord, MalformedFailedRecord
+from connectors.spark.parse_arrow import parse_columnar
 
 __all__ = ["PARSED_DDL", "PARSED_SCHEMA", "parse_batch", "parse_payload"]
 
@@ -66,6 +67,9 @@ def parse_payload(payload: bytes | None) -> FailedRecord | str:
 
 def parse_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     """One ``PARSED_SCHEMA`` row per row of ``batch`` (the Kafka source's columns)."""
+    fast = parse_columnar(batch, PARSED_SCHEMA)  # every payload valid: parsed by Arrow
+    if fast is not None:
+        return fast
     columns: dict[str, list[object]] = {name: [] for name in PARSED_SCHEMA.names}
     columns["failed_partition"] = batch.column("partition").to_pylist()
     columns["failed_offset"] = batch.column("offset").to_pylist()

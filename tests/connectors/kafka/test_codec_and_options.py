@@ -117,3 +117,19 @@ def test_bolt_value_without_value_field() -> None:
     with pytest.raises(ValueError, match=r"^KafkaBolt: value_field is not set and tuples from "
                                          r"'count' have fields \['word', 'count'\]; "):
         KafkaBolt("t", "b:9092")._value(tup)
+
+
+@pytest.mark.parametrize(("fields", "value_format"), [
+    (("key", "value"), "bytes"), (("value",), "bytes"), (("key", "value"), "json"),
+    (("offset", "value", "headers"), "str")])
+def test_decoding_a_batch_equals_decoding_each_record(fields: tuple[str, ...],
+                                                      value_format: str) -> None:
+    decoder = Decoder(fields, value_format)
+    records = [SimpleNamespace(topic="t", partition=0, offset=i, key=b"k%d" % i,
+                               value=orjson.dumps({"n": i}), timestamp=i, headers=[])
+               for i in range(5)]
+    assert decoder.many(records) == [decoder(r) for r in records]
+    bad = [*records, SimpleNamespace(**{**vars(records[0]), "value": b"\xff{"})]
+    if value_format != "bytes":
+        with pytest.raises(DecodeError):
+            decoder.many(bad)

@@ -160,3 +160,29 @@ class OffsetsMachine(RuleBasedStateMachine):
 
 
 TestOffsetsMachine = OffsetsMachine.TestCase
+
+
+@given(st.lists(st.integers(min_value=0, max_value=5), min_size=1, max_size=40),
+       st.lists(st.integers(min_value=1, max_value=3), min_size=1, max_size=40))
+def test_track_many_is_track_per_offset(gaps: list[int], done_every: list[int]) -> None:
+    offsets, at = [], 7
+    for gap in gaps:
+        at += gap
+        offsets.append(at)
+        at += 1
+    one, many = PartitionOffsets(7), PartitionOffsets(7)
+    for offset in offsets:
+        assert one.track(offset)
+    many.track_many(offsets)
+    for i, offset in enumerate(offsets):
+        if i % done_every[i % len(done_every)] == 0:
+            assert one.done(offset) == many.done(offset)
+    assert (one.committable, one.uncommitted, one.inflight, one.fetch_position) == (
+        many.committable, many.uncommitted, many.inflight, many.fetch_position)
+
+
+def test_track_many_refuses_offsets_below_the_fetch_position() -> None:
+    tracker = PartitionOffsets(10)
+    tracker.track_many([10, 11])
+    with pytest.raises(ValueError, match="ascending offsets from 12"):
+        tracker.track_many([11, 12])

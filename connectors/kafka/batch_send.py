@@ -1,0 +1,215 @@
+"""Records to one topic in per-partition batches, one delivery future per batch.
+
+``BatchSender`` is ``KafkaBolt``'s produce path. ``AIOKafkaProducer.send`` costs one future,
+one partitioner call with two metadata look-ups and one accumulator insert per record;
+here a record is appended to an open ``BatchBuilder`` of its partition and the batch is
+handed to the producer whole (``send_batch``), so the delivery callback runs once per
+batch and acks or fails every item of it together.
+
+Guarantees:
+
+- an item's ``on_done(items, future)`` runs once, after the broker confirmed or refused the
+  batch holding its record (``future`` is that batch's delivery future), or with a failed
+  future when the producer would not take the batch;
+- records of one partition reach the producer in the order they were added, so a key's
+  records keep their order;
+- the partition of a keyed record is the producer's partitioner's choice (by default
+  Kafka's murmur2 of the key, as every Kafka client); records without a key stick to one
+  partition per send cycle (Kafka's sticky partitioning), rotating between cycles;
+- a send cycle starts at most ``linger`` seconds after the first record added to it, at
+  once when a batch is full;
+- at most ``max_queued`` full batches wait for the sender: ``add`` waits beyond that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import MessageSizeTooLargeError
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
+
+__all__ = ["BatchSender", "murmur2"]
+
+_WORDS = struct.Struct("<I")
+_RECORD_OVERHEAD = 128  # more than a record batch's header and one record's framing
+_M = 0x5BD1E995
+_MASK = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 of ``data`` (as the Java client's ``Utils.murmur2``, unsigned).
+
+    The same value as ``aiokafka.partitioner.murmur2``, computed a word at a time.
+    """
+    length = len(data)
+    h = 0x9747B28C ^ length
+    body = length & ~3
+    for (k,) in _WORDS.iter_unpack(data[:body]):
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        h = (((h * _M) & _MASK) ^ ((k * _M) & _MASK))
+    extra = length & 3
+    if extra:
+        if extra == 3:
+            h ^= data[body + 2] << 16
+        if extra >= 2:
+            h ^= data[body + 1] << 8
+        h = ((h ^ data[body]) * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    return h ^ (h >> 15)
+
+
+def _default_partition(key: bytes, all_partitions: list[int], available: list[int]) -> int:
+    """Kafka's default partition of a keyed record: murmur2 of the key, positive, modulo."""
+    return all_partitions[(murmur2(key) & 0x7FFFFFFF) % len(all_partitions)]
+
+Done = Callable[[list[Any], "asyncio.Future[Any]"], None]
+
+
+class BatchSender:
+    """Batches records for ``topic`` per partition and sends them with one future each."""
+
+    def __init__(self, producer: AIOKafkaProducer, topic: str, on_done: Done, *,
+                 partitioner: Callable[..., int] | None = None, linger: float = 0.005,
+                 max_request_size: int = 1048576, max_queued: int = 64) -> None:
+        self._producer = producer
+        self._topic = topic
+        self._on_done = on_done
+        self._partitioner = partitioner or _default_partition
+        self._linger = linger
+        self._max_request_size = max_request_size
+        self._max_queued = max_queued
+        # partition -> batches in add order: [(builder, items), ...]; the last one is open
+        self._open: dict[int, list[tuple[Any, list[Any]]]] = {}
+        self._queued = 0  # full batches not yet taken by the sender
+        self._wake = asyncio.Event()
+        self._room = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._all: list[int] = []
+        self._available: list[int] = []
+        self._sticky = itertools.cycle([0])
+        self._sticky_partition = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Wait for the topic's metadata, then start the sending task."""
+        await self._producer.partitions_for(self._topic)
+        self._refresh()
+        self._task = asyncio.create_task(self._run(), name=f"kafka-send-{self._topic}")
+
+    def _refresh(self) -> None:
+        cluster = self._producer.client.cluster
+        all_parts = sorted(cluster.partitions_for_topic(self._topic) or ())
+        if not all_parts:
+            return  # metadata momentarily without the topic: keep the last known layout
+        if all_parts != self._all:
+            self._all = all_parts
+            self._sticky = itertools.cycle(all_parts)
+        self._available = sorted(cluster.available_partitions_for_topic(self._topic) or ())
+        self._sticky_partition = next(self._sticky)
+
+    async def add(self, key: bytes | None, value: bytes | None, item: Any,
+                  headers: list[tuple[str, bytes]] | None = None,
+                  partition: int | None = None) -> None:
+        """Append one record (to ``partition`` if given); ``item`` is passed to ``on_done``
+        with its batch.
+
+        Raises ``MessageSizeTooLargeError`` (as ``AIOKafkaProducer.send``) for a record
+        larger than ``max_request_size``; nothing is added then.
+        """
+        if len(value or b"") + len(key or b"") + _RECORD_OVERHEAD > self._max_request_size:
+            self._check_size(key, value)
+        if partition is not None:
+            pass
+        elif key is None:
+            partition = self._sticky_partition
+        else:
+            partition = self._partitioner(key, self._all, self._available)
+        batches = self._open.get(partition)
+        if batches is None:
+            batches = self._open[partition] = [(self._producer.create_batch(), [])]
+        builder, items = batches[-1]
+        headers = headers or []
+        if builder.append(key=key, value=value, timestamp=None, headers=headers) is None:
+            # Full (an empty builder always takes its first record): open the next one.
+            builder = self._producer.create_batch()
+            builder.append(key=key, value=value, timestamp=None, headers=headers)
+            items = []
+            batches.append((builder, items))
+            self._queued += 1
+        items.append(item)
+        self._wake.set()
+        if self._queued >= self._max_queued:
+            self._room.clear()
+            await self._room.wait()
+
+    def _check_size(self, key: bytes | None, value: bytes | None) -> None:
+        size = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, [])
+        if size > self._max_request_size:
+            raise MessageSizeTooLargeError(
+                f"The message is {size} bytes when serialized which is larger than the "
+                f"maximum request size you have configured with the max_request_size "
+                f"configuration")
+
+    async def _run(self) -> None:
+        while True:
+            self._idle.set()
+            await self._wake.wait()
+            self._idle.clear()
+            if self._linger and not self._queued:
+                # Let the batches fill: fewer, larger produce requests.
+                await asyncio.sleep(self._linger)
+            self._wake.clear()
+            taken, self._open = self._open, {}
+            self._queued = 0
+            self._room.set()
+            self._refresh()
+            if len(taken) == 1:
+                for partition, batches in taken.items():
+                    await self._send_all(partition, batches)
+            else:
+                # Partitions go concurrently: the producer holds a partition's next batch
+                # until its previous one left, which must not hold up the others.
+                await asyncio.gather(*(self._send_all(partition, batches)
+                                       for partition, batches in taken.items()))
+
+    async def _send_all(self, partition: int, batches: list[tuple[Any, list[Any]]]) -> None:
+        for builder, items in batches:
+            await self._send(builder, items, partition)
+
+    async def _send(self, builder: Any, items: list[Any], partition: int) -> None:
+        builder.close()  # complete: the producer sends it without lingering
+        try:
+            future = await self._producer.send_batch(builder, self._topic,
+                                                     partition=partition)
+        except Exception as exc:  # closed, timed out waiting for room, or fatal
+            future = asyncio.get_running_loop().create_future()
+            future.set_exception(exc)
+            future.exception()  # retrieved here; on_done reads it again
+        future.add_done_callback(lambda f: self._on_done(items, f))
+
+    async def flush(self) -> None:
+        """Hand every added record to the producer (delivery is the producer's flush)."""
+        while self._task is not None and not self._task.done():
+            if not self._open and self._idle.is_set():
+                return
+            self._wake.set()
+            await asyncio.sleep(0)
+            if not self._idle.is_set():
+                await self._idle.wait()
+
+    async def close(self) -> None:
+        """Flush, then stop the sending task."""
+        await self.flush()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None

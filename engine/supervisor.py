@@ -1,0 +1,246 @@
+"""``python -m engine run FILE --workers N``: N engine processes of one topology.
+
+One engine process is one event loop on one core; the supervisor starts N of them (each a
+plain ``python -m engine run FILE`` with the same options) and:
+
+- refuses a topology whose spouts cannot share their input across processes (a spout
+  class declares it can with ``shared_across_processes = True``; ``KafkaSpout`` does: its
+  processes split the partitions through the consumer group);
+- restarts a worker that dies (a crash, SIGKILL, an OOM kill) after a backoff that doubles
+  from ``RESTART_BACKOFF`` up to ``RESTART_BACKOFF_MAX`` and resets once a worker stayed up
+  ``STABLE_SECS``; every exit and restart is logged. A worker that ends by itself (status
+  0: its topology finished, or ``--duration`` passed) is not restarted; one that reports
+  invalid input (status 2) stops them all: a restart would fail the same way;
+- on SIGTERM or Ctrl-C asks every worker to drain (SIGTERM), waits for them, and kills
+  those still running ``--drain-secs`` + ``KILL_GRACE`` seconds later;
+- reads each worker's status lines from its stderr pipe and prints one line with their
+  sums (counts of workers that exited are kept, so totals never go backwards); every other
+  line a worker prints is passed on, prefixed with ``[worker I]``;
+- with ``--http [HOST:]PORT`` worker I serves on PORT + I (PORT 0: each picks a free one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import signal
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.topology import Topology
+
+__all__ = ["RESTART_BACKOFF", "refusal", "supervise", "worker_argv"]
+
+log = logging.getLogger("engine.supervisor")
+
+RESTART_BACKOFF = 0.5
+RESTART_BACKOFF_MAX = 30.0
+STABLE_SECS = 60.0
+KILL_GRACE = 10.0
+USAGE_STATUS = 2
+
+_FIGURE = re.compile(r"([a-z_/]+)=([0-9][0-9,]*(?:\.[0-9]+)?)")
+_SUMMED = ("emitted", "acked", "failed", "timeouts", "pending", "errors")
+
+
+def refusal(topology: Topology, workers: int) -> str | None:
+    """Why ``topology`` cannot run in ``workers`` processes, or None if it can."""
+    for spout in topology.spouts():
+        obj = spout.obj
+        if not getattr(obj, "shared_across_processes", False):
+            return (f"--workers {workers}: spout {spout.id!r} ({type(obj).__name__}) cannot "
+                    f"share its input across processes (each would read all of it); "
+                    f"run it with one worker")
+    return None
+
+
+def worker_argv(argv: list[str], index: int) -> list[str]:
+    """The command-line arguments of worker ``index``: ``argv`` without ``--workers``, and
+    an ``--http`` port moved up by ``index``."""
+    out: list[str] = []
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if arg == "--workers":
+            skip = True
+            continue
+        if arg.startswith("--workers="):
+            continue
+        if arg == "--http" and i + 1 < len(argv):
+            out += [arg, _shift_port(argv[i + 1], index)]
+            skip = True
+            continue
+        if arg.startswith("--http="):
+            out.append("--http=" + _shift_port(arg.split("=", 1)[1], index))
+            continue
+        out.append(arg)
+    return out
+
+
+def _shift_port(address: str, index: int) -> str:
+    host, sep, port = address.rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return address  # not a port, or 0: each worker picks a free port itself
+    return f"{host}{sep}{int(port) + index}"
+
+
+@dataclass
+class _Worker:
+    index: int
+    proc: asyncio.subprocess.Process | None = None
+    started: float = 0.0
+    failures: int = 0
+    figures: dict[str, float] = field(default_factory=dict)
+
+
+class Supervisor:
+    """Runs and watches the workers of one topology (see the module docstring)."""
+
+    def __init__(self, name: str, argv: list[str], workers: int, status_interval: float,
+                 drain_secs: float) -> None:
+        self.name = name
+        self._argv = argv
+        self._workers = [_Worker(i) for i in range(workers)]
+        self._status_interval = status_interval
+        self._drain_secs = drain_secs
+        self._retired: dict[str, float] = dict.fromkeys(_SUMMED, 0.0)
+        self._stop = asyncio.Event()
+        self._usage_error = False
+        self.restarts = 0
+
+    async def run(self) -> int:
+        """Until every worker ended or a stop signal; returns the exit status."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._stop.set)
+        keepers = [asyncio.create_task(self._keep(w)) for w in self._workers]
+        status = asyncio.create_task(self._report())
+        try:
+            done = asyncio.gather(*keepers)
+            stopping = asyncio.create_task(self._stop.wait())
+            either: list[asyncio.Future[Any]] = [done, stopping]
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            self._stop.set()
+            await self._drain()
+            await done
+        finally:
+            status.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await status
+        print(self.status_line(), file=sys.stderr, flush=True)
+        return USAGE_STATUS if self._usage_error else 0
+
+    async def _keep(self, worker: _Worker) -> None:
+        loop = asyncio.get_running_loop()
+        backoff = RESTART_BACKOFF
+        while not self._stop.is_set():
+            code = await self._run_once(worker)
+            if self._stop.is_set() or code == 0:
+                return
+            if code == USAGE_STATUS:
+                log.error("worker %d: invalid input (status 2); stopping every worker",
+                          worker.index)
+                self._usage_error = True
+                self._stop.set()
+                return
+            if loop.time() - worker.started >= STABLE_SECS:
+                backoff = RESTART_BACKOFF
+            worker.failures += 1
+            log.warning("worker %d exited with %s; restarting in %.1fs (restart %d)",
+                        worker.index, _describe(code), backoff, worker.failures)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), backoff)
+            backoff = min(backoff * 2, RESTART_BACKOFF_MAX)
+            if not self._stop.is_set():
+                self.restarts += 1
+
+    async def _run_once(self, worker: _Worker) -> int:
+        env = {**os.environ, "STORMLOOP_WORKER_INDEX": str(worker.index)}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "engine", *worker_argv(self._argv, worker.index),
+            stdin=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env)
+        worker.proc, worker.started = proc, asyncio.get_running_loop().time()
+        log.info("worker %d started (pid %d)", worker.index, proc.pid)
+        assert proc.stderr is not None
+        async for raw in proc.stderr:
+            self._line(worker, raw.decode(errors="replace").rstrip("\n"))
+        code = await proc.wait()
+        for key in _SUMMED:
+            if key != "pending":
+                self._retired[key] += worker.figures.get(key, 0.0)
+        worker.figures = {}
+        worker.proc = None
+        return code
+
+    def _line(self, worker: _Worker, line: str) -> None:
+        if line.startswith(f"[{self.name} "):
+            worker.figures = {k: float(v.replace(",", "")) for k, v in _FIGURE.findall(line)}
+            return
+        print(f"[worker {worker.index}] {line}", file=sys.stderr, flush=True)
+
+    def totals(self) -> dict[str, float]:
+        """Sums over the workers (exited ones included, except their pending trees)."""
+        total = dict(self._retired)
+        total["acked/s"] = 0.0
+        for worker in self._workers:
+            for key in (*_SUMMED, "acked/s"):
+                total[key] += worker.figures.get(key, 0.0)
+        return total
+
+    def status_line(self) -> str:
+        """The supervisor's status line: the workers' figures summed."""
+        t = self.totals()
+        alive = sum(1 for w in self._workers if w.proc is not None)
+        return (f"[{self.name} workers={alive}/{len(self._workers)} restarts={self.restarts}] "
+                f"emitted={t['emitted']:.0f} acked={t['acked']:.0f} failed={t['failed']:.0f} "
+                f"timeouts={t['timeouts']:.0f} pending={t['pending']:.0f} errors={t['errors']:.0f} "
+                f"acked/s={t['acked/s']:,.0f}")
+
+    async def _report(self) -> None:
+        while True:
+            await asyncio.sleep(self._status_interval)
+            print(self.status_line(), file=sys.stderr, flush=True)
+
+    async def _drain(self) -> None:
+        procs = [w.proc for w in self._workers if w.proc is not None]
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+        waits = [asyncio.create_task(p.wait()) for p in procs]
+        if not waits:
+            return
+        _, late = await asyncio.wait(waits, timeout=self._drain_secs + KILL_GRACE)
+        for proc in procs:
+            if proc.returncode is None:
+                log.warning("worker pid %d did not drain in time; killing it", proc.pid)
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+        if late:
+            await asyncio.wait(late)
+
+
+def _describe(code: int) -> str:
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"signal {signal.Signals(-code).name}"
+    return f"status {code}"
+
+
+def supervise(args: Any, topology: Topology, argv: list[str]) -> int:
+    """Run ``args.workers`` workers of the topology file in ``argv``; the exit status.
+
+    Raises ``ValueError`` with a one-line reason for a topology that cannot be shared.
+    """
+    reason = refusal(topology, args.workers)
+    if reason is not None:
+        raise ValueError(reason)
+    supervisor = Supervisor(args.name, argv, args.workers, args.status_interval,
+                            args.drain_secs)
+    return asyncio.run(supervisor.run())

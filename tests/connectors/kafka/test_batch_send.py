@@ -1,0 +1,92 @@
+"""``BatchSender``: per-partition batches, one delivery callback per batch, Kafka's keying."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import MessageSizeTooLargeError
+from aiokafka.partitioner import murmur2 as reference_murmur2
+
+from connectors.kafka.batch_send import BatchSender, murmur2
+from tests.connectors.kafka.helpers import read_all, unique
+
+
+def test_murmur2_matches_the_kafka_clients() -> None:
+    rng = random.Random(3)
+    for _ in range(5000):
+        data = os.urandom(rng.randint(0, 41))
+        assert murmur2(data) == reference_murmur2(data)
+
+
+async def test_keyed_records_land_where_the_producer_would_put_them_in_order(
+        kafka_broker) -> None:
+    bootstrap = kafka_broker.bootstrap
+    ours, theirs = unique("ours"), unique("theirs")
+    for topic in (ours, theirs):
+        await kafka_broker.create_topic(topic, 5)
+    records = [(f"key-{i % 37}".encode(), f"{i}".encode()) for i in range(3000)]
+    delivered: list[tuple[list[Any], bool]] = []
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
+                                max_batch_size=2048)  # several batches per partition
+    await producer.start()
+    try:
+        sender = BatchSender(producer, ours,
+                             lambda items, f: delivered.append((items, f.exception() is None)),
+                             max_queued=4)
+        await sender.start()
+        for n, (key, value) in enumerate(records):
+            await sender.add(key, value, n)
+        await sender.close()
+        await producer.flush()
+        for key, value in records:
+            await producer.send(theirs, value, key=key)
+        await producer.flush()
+    finally:
+        await producer.stop()
+    # Every item confirmed exactly once, in fewer callbacks than records.
+    items = sorted(i for batch, ok in delivered for i in batch if ok)
+    assert items == list(range(len(records)))
+    assert len(delivered) < len(records) // 10
+    placed = {(r.partition, r.key, r.value) for r in await read_all(bootstrap, ours)}
+    expected = {(r.partition, r.key, r.value) for r in await read_all(bootstrap, theirs)}
+    assert placed == expected
+    by_key: dict[bytes, list[int]] = {}
+    for r in sorted(await read_all(bootstrap, ours), key=lambda r: (r.partition, r.offset)):
+        by_key.setdefault(r.key, []).append(int(r.value))
+    assert all(values == sorted(values) for values in by_key.values())
+
+
+async def test_unkeyed_records_stick_to_a_partition_per_cycle_and_failures_reach_items(
+        kafka_broker) -> None:
+    bootstrap = kafka_broker.bootstrap
+    topic = unique("sticky")
+    await kafka_broker.create_topic(topic, 3)
+    outcomes: list[tuple[list[Any], BaseException | None]] = []
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    sender = BatchSender(producer, topic, lambda items, f: outcomes.append((items, f.exception())),
+                         linger=0.05, max_request_size=1000)
+    await sender.start()
+    try:
+        for n in range(10):
+            await sender.add(None, b"v%d" % n, n)
+        with pytest.raises(MessageSizeTooLargeError):
+            await sender.add(None, b"x" * 2000, "big")
+        await sender.flush()
+        await producer.flush()
+        assert [items for items, exc in outcomes if exc is None] == [list(range(10))]
+        # A producer that is gone fails the batch's items through on_done, never silently.
+        await producer.stop()
+        await sender.add(b"k", b"late", "late")
+        await sender.flush()
+        await asyncio.sleep(0)
+        assert outcomes[-1][0] == ["late"] and outcomes[-1][1] is not None
+    finally:
+        await sender.close()
+        await producer.stop()
+    assert len({r.partition for r in await read_all(bootstrap, topic)}) == 1

@@ -1,0 +1,59 @@
+"""The columnar parse gives exactly the per-row rows, and steps aside for any bad batch."""
+
+from __future__ import annotations
+
+import orjson
+import pyarrow as pa
+import pytest
+
+from connectors.spark.kafka_io import RECORD_SCHEMA
+from connectors.spark.parse import PARSED_SCHEMA, parse_payload
+from connectors.spark.parse_arrow import parse_columnar
+from tests.connectors.spark.helpers import failed
+
+
+def _batch(*payloads: bytes | None) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([
+        {"key": None, "value": payload, "topic": "failed", "partition": 3, "offset": 40 + i,
+         "timestamp_ms": 0, "headers": []} for i, payload in enumerate(payloads)],
+        schema=RECORD_SCHEMA)
+
+
+def _with(**changes: object) -> bytes:
+    obj = orjson.loads(failed("t", 1).to_json())
+    obj.update(changes)
+    return orjson.dumps(obj)
+
+
+def _per_row(batch: pa.RecordBatch) -> list[dict[str, object]]:
+    rows = []
+    for partition, offset, payload in zip(batch.column("partition").to_pylist(),
+                                          batch.column("offset").to_pylist(),
+                                          batch.column("value").to_pylist(), strict=True):
+        record = parse_payload(payload)
+        assert not isinstance(record, str)
+        rows.append({"failed_partition": partition, "failed_offset": offset, "error": None,
+                     **{name: getattr(record, name) for name in PARSED_SCHEMA.names[3:]}})
+    return rows
+
+
+def test_valid_batches_parse_as_the_per_row_path_does() -> None:
+    payloads = [failed("orders", i, reason=f"r{i}", attempts=i % 5).to_json()
+                for i in range(300)]
+    payloads += [_with(key=None), _with(topology=None, component=None),
+                 _with(failed_at=None), _with(extra="ignored", value="")]
+    batch = _batch(*payloads)
+    parsed = parse_columnar(batch, PARSED_SCHEMA)
+    assert parsed is not None and parsed.schema == PARSED_SCHEMA
+    assert parsed.to_pylist() == _per_row(batch)
+
+
+@pytest.mark.parametrize("bad", [
+    None, b"not json", b"[1, 2]", b'{"topic": "t"}', _with(offset="12"), _with(value="%%%"),
+    _with(value="YQ"), _with(partition=2**31), _with(attempts=-1), _with(offset=-5),
+    _with(topic=5), _with(partition=1.0), _with(topic=None), _with(failed_at=1.5),
+    failed("t", 1).to_json() + b"\n" + failed("t", 2).to_json(),
+])
+def test_any_bad_payload_sends_the_batch_to_the_per_row_path(bad: bytes | None) -> None:
+    good = failed("t", 2).to_json()
+    assert parse_columnar(_batch(good, bad, good), PARSED_SCHEMA) is None

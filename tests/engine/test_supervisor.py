@@ -1,0 +1,162 @@
+"""``python -m engine run FILE --workers N``: shared partitions, restarts, drain, refusal."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.supervisor import worker_argv
+from tests.connectors.kafka.helpers import (
+    committed,
+    eventually,
+    high_watermarks,
+    produce,
+    read_all,
+    unique,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+RELAY = REPO / "tests" / "connectors" / "kafka" / "relay_topology.py"
+_STARTED = re.compile(r"worker (\d+) started \(pid (\d+)\)")
+
+
+class Supervised:
+    """One ``python -m engine run RELAY --workers N``, its stderr in a log file."""
+
+    def __init__(self, log: Path, workers: int, conf: dict[str, object]) -> None:
+        self.log = log
+        args = [sys.executable, "-m", "engine", "run", str(RELAY), "--workers", str(workers),
+                "--status-interval", "0.5"]
+        for key, value in conf.items():
+            args += ["--conf", f"{key}={value}"]
+        with log.open("wb") as out:
+            self.proc = subprocess.Popen(args, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env=dict(os.environ))
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def workers(self) -> list[tuple[int, int]]:
+        """``(index, pid)`` of every worker start so far, in order."""
+        return [(int(i), int(p)) for i, p in _STARTED.findall(self.text())]
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(40)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError(f"supervisor ignored SIGTERM:\n{self.text()[-3000:]}") from None
+
+
+@pytest.fixture
+def supervised() -> Iterator[list[Supervised]]:
+    started: list[Supervised] = []
+    yield started
+    for sup in started:
+        if sup.proc.poll() is None:
+            sup.proc.kill()
+            sup.proc.wait(10)
+
+
+async def _setup(kafka_broker, n: int) -> tuple[dict[str, object], list[bytes]]:
+    bootstrap = kafka_broker.bootstrap
+    source, sink, group = unique("in"), unique("out"), unique("g")
+    await kafka_broker.create_topic(source, 4)
+    await kafka_broker.create_topic(sink, 4)
+    values = [f"v{i}".encode() for i in range(n)]
+    await produce(bootstrap, source, [(f"k{i}".encode(), v) for i, v in enumerate(values)])
+    conf: dict[str, object] = {"kafka.bootstrap.servers": bootstrap, "relay.source": source,
+                               "relay.sink": sink, "relay.group": group}
+    return conf, values
+
+
+async def _all_out_and_committed(conf: dict[str, object], values: list[bytes],
+                                 sup: Supervised, timeout: float) -> None:
+    bootstrap, source = str(conf["kafka.bootstrap.servers"]), str(conf["relay.source"])
+    ends = await high_watermarks(bootstrap, source)
+
+    async def done() -> bool:
+        return await committed(bootstrap, str(conf["relay.group"]), source) == ends
+
+    try:
+        await eventually(done, timeout, "every input committed")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{sup.text()[-4000:]}") from None
+    written = {r.value for r in await read_all(bootstrap, str(conf["relay.sink"]))}
+    assert written >= set(values)
+
+
+async def test_two_workers_split_the_partitions_and_consume_the_topic(
+        kafka_broker, supervised, tmp_path: Path) -> None:
+    conf, values = await _setup(kafka_broker, 2000)
+    sup = Supervised(tmp_path / "sup.log", 2, conf)
+    supervised.append(sup)
+    await _all_out_and_committed(conf, values, sup, 60)
+    assert sup.stop() == 0
+    text = sup.text()
+    assert {i for i, _ in sup.workers()} == {0, 1}
+    for index in (0, 1):  # each worker held part of the topic
+        assert re.search(rf"^\[worker {index}\] .*partitions assigned", text, re.M)
+    last = [line for line in text.splitlines() if line.startswith("[relay-topology workers=")]
+    acked = int(re.search(r" acked=(\d+)", last[-1]).group(1))  # type: ignore[union-attr]
+    assert acked >= len(values)
+
+
+async def test_a_sigkilled_worker_is_restarted_and_nothing_is_lost(
+        kafka_broker, supervised, tmp_path: Path) -> None:
+    conf, values = await _setup(kafka_broker, 3000)
+    conf["relay.delay.secs"] = 0.003  # slow enough to kill it mid-stream
+    sup = Supervised(tmp_path / "sup.log", 2, conf)
+    supervised.append(sup)
+    bootstrap = str(conf["kafka.bootstrap.servers"])
+
+    async def some_output() -> bool:
+        return len(sup.workers()) == 2 and len(await read_all(bootstrap, str(conf["relay.sink"]),
+                                                              timeout=1.0)) > 100
+
+    await eventually(some_output, 40, "both workers started and some output")
+    victim = dict(sup.workers())[1]
+    os.kill(victim, signal.SIGKILL)
+
+    async def restarted() -> bool:
+        return [i for i, _ in sup.workers()].count(1) == 2
+
+    await eventually(restarted, 20, "worker 1 restarted")
+    assert "worker 1 exited with signal SIGKILL; restarting in" in sup.text()
+    await _all_out_and_committed(conf, values, sup, 90)
+    assert sup.stop() == 0
+
+
+def test_a_topology_whose_spouts_cannot_share_work_is_refused(tmp_path: Path) -> None:
+    topology = tmp_path / "listed.py"
+    topology.write_text(
+        "from connectors.memory import ListSpout\n"
+        "from engine import TopologyBuilder\n"
+        "b = TopologyBuilder()\n"
+        "b.set_spout('items', ListSpout([[1], [2]], ['n']))\n"
+        "topology = b.create_topology()\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "engine", "run", str(topology), "--workers",
+                           "2"], cwd=REPO, capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: --workers 2: spout 'items' (ListSpout) cannot share its input across "
+        "processes (each would read all of it); run it with one worker"]
+
+
+def test_worker_arguments_drop_workers_and_move_the_http_port() -> None:
+    argv = ["run", "t.py", "--workers", "3", "--http", "127.0.0.1:9100", "--name", "x"]
+    assert worker_argv(argv, 2) == ["run", "t.py", "--http", "127.0.0.1:9102", "--name", "x"]
+    assert worker_argv(["run", "t.py", "--workers=2", "--http=9100"], 1) == [
+        "run", "t.py", "--http=9101"]
+    assert worker_argv(["run", "t.py", "--http", "[::1]:0"], 1) == [
+        "run", "t.py", "--http", "[::1]:0"]
