@@ -31,6 +31,8 @@ _JSON_SCHEMA = pa.schema([
     ("failed_at", pa.int64()),
     ("topology", pa.string()),
     ("component", pa.string()),
+    ("value_truncated", pa.bool_()),
+    ("first_failed_at", pa.int64()),
 ])
 _REQUIRED = ("topic", "partition", "offset", "value", "attempts", "reason")
 _INT32_MAX = 2**31 - 1
@@ -92,5 +94,9 @@ def parse_columnar(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch |
         "failed_at": pc.fill_null(table.column("failed_at").combine_chunks(), 0),
         "topology": table.column("topology").combine_chunks(),
         "component": table.column("component").combine_chunks(),
+        # Only ``true`` marks a cut value, as in ``FailedRecord.from_json``.
+        "value_truncated": pc.fill_null(table.column("value_truncated").combine_chunks(),
+                                        False),
+        "first_failed_at": table.column("first_failed_at").combine_chunks(),
     }
     return pa.RecordBatch.from_pydict(columns, schema=schema)
