@@ -1,7 +1,7 @@
 """The acker executor: one acker task's loop around its ``AckLedger``.
 
 It applies batches of acker messages (INIT/FAIL/RESET and coalesced ACKs) as they come,
-and every wheel tick fails the trees whose timeout passed, recording a ``"timeout"``
+and every tick of its ledger fails the trees whose timeout passed, recording a ``"timeout"``
 ``FailReason`` for each. Decided trees go back, batched per spout executor, with
 ``put_nowait``: an acker never waits on a full queue.
 """
@@ -47,7 +47,7 @@ class AckerExecutor:
                 self._send(decided)
 
     async def expire(self) -> None:
-        """Every wheel tick, fail the trees whose timeout passed, until cancelled."""
+        """Every ledger tick, fail the trees whose timeout passed, until cancelled."""
         tick = self.ledger.tick
         while True:
             await asyncio.sleep(tick)

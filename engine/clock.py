@@ -3,9 +3,10 @@
 Timeouts, back-off, ticks and rates read ``now()`` (or a ``Clock`` handed in), never
 ``time.monotonic()``: under ``engine.testing``'s virtual-time loop every part then sees
 the same virtual seconds, and a test of a 30 s timeout takes milliseconds. Pure cores
-(the timer wheel, the acker ledger) take the time as an argument instead. Wall-clock
-timestamps written into records (epoch milliseconds) are the one exception: those use
-``time.time()`` because they mean a date, not a duration.
+(``engine.deadlines``, the acker ledger) take the time as an argument instead. Two
+exceptions: wall-clock timestamps written into records (epoch milliseconds) use
+``time.time()`` because they mean a date, not a duration; and the loop watchdog's thread
+reads ``time.monotonic()``, since a blocked loop cannot tell it the time.
 """
 
 from __future__ import annotations

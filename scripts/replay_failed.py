@@ -1,4 +1,4 @@
-"""Replay a failed topic's records onto Kafka with PySpark (api.md §10).
+"""Replay a failed topic's records onto Kafka with PySpark (docs/spark-replay.md).
 
     python scripts/replay_failed.py --bootstrap-servers HOST:PORT --failed-topic T \
         [--target-topic T2] [--group-id G] [--master local[*]] [--dry-run]

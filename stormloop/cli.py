@@ -1,7 +1,7 @@
 """``stormloop``: run and inspect topologies, replay failures, start a local test broker.
 
     stormloop run FILE [...]        the engine's runner (as ``python -m engine run``)
-    stormloop graph FILE [...]      the engine's ``graph`` command, where the engine has one
+    stormloop graph FILE [...]      the engine's ``graph`` command: the topology as SVG
     stormloop replay [...]          the Spark replay job (``scripts/replay_failed.py``)
     stormloop broker [--port N]     a Kafka-protocol broker in memory, for the examples
 
@@ -27,7 +27,7 @@ USAGE = """usage: stormloop COMMAND [ARGS...]
 
 commands:
   run FILE [...]       run a topology file (stormloop run --help)
-  graph FILE [...]     show a topology's components and streams, where the engine has it
+  graph FILE [...]     draw a topology file as SVG on stdout
   replay [...]         replay a failed topic's records with Spark (stormloop replay --help)
   broker [--port N]    start a Kafka-protocol test broker on 127.0.0.1 (default port 9092)
 """

@@ -1,4 +1,4 @@
-"""Kafka spout and bolt on aiokafka with storm-kafka-client semantics (api.md §10).
+"""Kafka spout and bolt on aiokafka with storm-kafka-client semantics (docs/kafka.md).
 
 ```python
 from connectors.kafka import KafkaBolt, KafkaSpout

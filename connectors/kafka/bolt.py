@@ -1,4 +1,4 @@
-"""``KafkaBolt``: every input tuple becomes one Kafka record (api.md §10).
+"""``KafkaBolt``: every input tuple becomes one Kafka record (docs/kafka.md).
 
 Guarantee: a tuple is acked only after the broker confirmed its record (with the
 producer's ``acks``, default ``"all"``), and failed if the produce fails, so the spout

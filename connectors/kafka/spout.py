@@ -1,6 +1,6 @@
-"""``KafkaSpout``: one tracked tuple per Kafka record, at least once (api.md §10).
+"""``KafkaSpout``: one tracked tuple per Kafka record, at least once (docs/kafka.md).
 
-Prior art: storm-kafka-client's ``KafkaSpout`` (storm-internals.md §2.3), on aiokafka, with
+Prior art: storm-kafka-client's ``KafkaSpout``, on aiokafka, with
 one deliberate difference: after the last retry the record itself goes to ``failed_topic``
 (Storm acks and drops it).
 
@@ -80,7 +80,7 @@ class KafkaSpout(Spout):
     """Consumer-group subscription to ``topics``; emits ``fields`` of each record.
 
     ``fields`` are taken from the record: any of ``topic``, ``partition``, ``offset``,
-    ``key``, ``value``, ``timestamp``, ``headers``. Extra keywords beyond api.md:
+    ``key``, ``value``, ``timestamp``, ``headers``. Keywords beyond Storm's spout:
     ``max_uncommitted_offsets`` (per partition, pause above it), ``commit_interval_secs``
     (periodic commit), ``buffer_size`` (records fetched ahead), ``dead_letter_limit`` (a
     ``DeadLetterLimit``; off by default), ``failed_max_bytes`` (largest failed record, by

@@ -4,8 +4,8 @@
 until it accepts TCP connections, and stops it. Storage is in memory, so every start is an
 empty broker. Nothing here mocks Kafka: clients talk the real protocol over a real socket.
 
-Tansu 0.6.0 quirk (architecture.md): ListOffsets "latest" is wrong; bound reads by the fetch
-high watermark (``AIOKafkaConsumer.highwater``), never by ``end_offsets``.
+Tansu 0.6.0 quirk: ListOffsets "latest" gives the base offset of the last batch; bound
+reads by the fetch high watermark (``AIOKafkaConsumer.highwater``), never by ``end_offsets``.
 """
 
 from __future__ import annotations

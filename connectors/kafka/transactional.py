@@ -6,7 +6,8 @@ batch's metadata is ``{"offset": first, "next": end}``: the records ``first <= o
 end`` of the partition; each new batch starts at the previous batch's ``next`` (the
 earliest offset for the first one) and holds what the broker has now, up to
 ``max_batch_size`` records per partition. Only the fetch's own positions are used, never
-"latest" offsets (unreliable on some brokers, see architecture.md).
+"latest" offsets (some brokers answer ListOffsets "latest" with the base offset of the last
+batch, not the end).
 
 - ``TransactionalKafkaSpout`` replays a transaction by reading exactly its range again, so
   a committer can use the "value + txid" rule. If those records are gone (retention), the

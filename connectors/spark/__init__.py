@@ -1,4 +1,4 @@
-"""The PySpark side of failure replay (api.md §10).
+"""The PySpark side of failure replay (docs/spark-replay.md).
 
     offsets.py     offset ranges: group progress to fetch high watermark; commit (no Spark)
     kafka_io.py    blocking aiokafka reads and writes as Arrow batches, for Spark tasks

@@ -1,4 +1,6 @@
-"""The failure-replay job (api.md §10): failed topic -> parse -> de-duplicate -> filter -> Kafka.
+"""The failure-replay job: failed topic -> parse -> de-duplicate -> filter -> Kafka.
+
+Operators' guide: docs/spark-replay.md.
 
 One run reads the failed topic's offsets the consumer group ``group_id`` has not committed,
 up to the fetch high watermark taken when the run starts. Each record is parsed as a

@@ -1,7 +1,7 @@
 """Transactional topologies: exactly-once batches on the engine's own spouts, bolts, ackers.
 
 Batches are processed in parallel and committed strictly in transaction-id order; a failed
-batch is replayed with the same transaction id and the same tuples (api.md §9).
+batch is replayed with the same transaction id and the same tuples (docs/transactional.md).
 """
 
 from engine.transactional.attempt import TransactionAttempt

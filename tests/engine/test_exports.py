@@ -1,4 +1,5 @@
-"""Every name api.md promises is importable from where it says."""
+"""The engine's public names are importable from ``engine``, and ``Config`` has Storm's
+setters."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""api.md §4-§6: every tracked tree ends in exactly one ack or fail, at the right time."""
+"""The guarantee (docs/guarantees.md): every tracked tree ends in exactly one ack or fail, at
+the right time."""
 
 from __future__ import annotations
 

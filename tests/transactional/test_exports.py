@@ -1,4 +1,4 @@
-"""Every name api.md §9 promises is importable from ``engine.transactional``."""
+"""Every public name of transactional topologies is importable from ``engine.transactional``."""
 
 from __future__ import annotations
 

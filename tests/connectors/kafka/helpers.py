@@ -1,12 +1,13 @@
 """Kafka test kit: produce, read a topic to its fetch high watermark, read group offsets.
 
 Everything talks to the real test broker. Bounds come from the fetch response's high
-watermark, never ``end_offsets`` (wrong on Tansu 0.6.0, architecture.md). Reads start at
-offset 0, never at ``seek_to_beginning``: on Tansu 0.6.0, ListOffsets "earliest" for a
-partition written by several producers at once can answer the base offset of a later
-batch (seen: 24 and 25 instead of 0), which would hide the first records. Tansu keeps
-every record, so 0 is the true start; against a broker that deleted old records, the
-consumer's ``auto_offset_reset="earliest"`` moves an out-of-range 0 to the log start.
+watermark, never ``end_offsets`` (Tansu 0.6.0 answers ListOffsets "latest" with the base
+offset of the last batch). Reads start at offset 0, never at ``seek_to_beginning``: on
+Tansu 0.6.0, ListOffsets "earliest" for a partition written by several producers at once
+can answer the base offset of a later batch (seen: 24 and 25 instead of 0), which would
+hide the first records. Tansu keeps every record, so 0 is the true start; against a broker
+that deleted old records, the consumer's ``auto_offset_reset="earliest"`` moves an
+out-of-range 0 to the log start.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from engine import BasicBolt
 
 FAST_GROUP = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 250,
               "auto_offset_reset": "earliest"}
-"""Consumer options for quick group joins on Tansu (architecture.md)."""
+"""Consumer options for quick group joins on the test broker (short session, earliest start)."""
 
 _ids = itertools.count()
 
