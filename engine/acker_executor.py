@@ -2,8 +2,10 @@
 
 It applies batches of acker messages (INIT/FAIL/RESET and coalesced ACKs) as they come,
 and every wheel tick fails the trees whose timeout passed, recording a ``"timeout"``
-``FailReason`` for each. Decided trees go back, batched per spout executor, with
-``put_nowait``: an acker never waits on a full queue.
+``FailReason`` for each. A batch that arrives when a tick is overdue (the loop was
+blocked) is applied only after that expiry: a tree past its timeout fails, even if the
+ack that would complete it was sent while the loop was held. Decided trees go back,
+batched per spout executor, with ``put_nowait``: an acker never waits on a full queue.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class AckerExecutor:
         self.stats = stats
         self._reasons = FailReasons() if reasons is None else reasons
         self._timeout = FailReason("timeout", f"timed out after {timeout_secs:g} s")
+        self._due = clock() + ledger.tick
 
     async def run(self) -> None:
         """Apply message batches until cancelled; decided trees go back to their spout tasks."""
@@ -42,7 +45,10 @@ class AckerExecutor:
         while True:
             ops, acks = await queue.get()
             self.stats.executed += len(ops) + len(acks)
-            decided = ledger.apply(ops, acks, self._clock())
+            now = self._clock()
+            if now >= self._due:
+                self._expire(now)
+            decided = ledger.apply(ops, acks, now)
             if decided:
                 self._send(decided)
 
@@ -51,12 +57,16 @@ class AckerExecutor:
         tick = self.ledger.tick
         while True:
             await asyncio.sleep(tick)
-            decided = self.ledger.expire(self._clock())
-            if decided:
-                reasons, timeout = self._reasons, self._timeout
-                for outcome in decided:
-                    reasons.record(outcome[2], timeout)
-                self._send(decided)
+            self._expire(self._clock())
+
+    def _expire(self, now: float) -> None:
+        self._due = now + self.ledger.tick
+        decided = self.ledger.expire(now)
+        if decided:
+            reasons, timeout = self._reasons, self._timeout
+            for outcome in decided:
+                reasons.record(outcome[2], timeout)
+            self._send(decided)
 
     def _send(self, decided: list[tuple[int, int, int]]) -> None:
         queues, texec = self._queues, self._task_executor

@@ -9,6 +9,7 @@ from engine.errors import ConfigError
 
 __all__ = [
     "TOPOLOGY_ACKER_EXECUTORS",
+    "TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS",
     "TOPOLOGY_DEBUG",
     "TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE",
     "TOPOLOGY_LOOP_BLOCK_WARN_SECS",
@@ -29,6 +30,8 @@ TOPOLOGY_DEBUG = "topology.debug"
 TOPOLOGY_STATS_SAMPLE_RATE = "topology.stats.sample.rate"
 # Warn when one call holds the event loop longer than this (None: no watchdog).
 TOPOLOGY_LOOP_BLOCK_WARN_SECS = "topology.loop.block.warn.secs"
+# Cancel an async execute still running after this long (None: the message timeout; 0: never).
+TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS = "topology.bolt.execute.timeout.secs"
 
 DEFAULTS: dict[str, Any] = {
     TOPOLOGY_MESSAGE_TIMEOUT_SECS: 30,
@@ -40,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     TOPOLOGY_DEBUG: False,
     TOPOLOGY_STATS_SAMPLE_RATE: 0.05,
     TOPOLOGY_LOOP_BLOCK_WARN_SECS: 1.0,
+    TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS: None,
 }
 
 
@@ -87,6 +91,9 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
         lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1,
         "a number from 0 to 1", False),
     TOPOLOGY_LOOP_BLOCK_WARN_SECS: (_positive_number, "a number of seconds > 0 or None", True),
+    TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS: (
+        lambda v: _positive_number(v) or (type(v) in (int, float) and v == 0),
+        "a number of seconds >= 0 or None", True),
 }
 
 

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 from zlib import adler32, crc32
 
+from engine.queues import BatchQueue
+
 __all__ = ["Grouper", "make_grouper", "stable_hash"]
 
 
@@ -49,17 +51,51 @@ class Grouper:
 
 
 class ShuffleGrouper(Grouper):
-    """Round-robin over a shuffled order of the targets: even load, no per-call randomness."""
+    """Round-robin over a shuffled order of the targets: even load, no per-call randomness.
+
+    Load-aware when given the targets' queues (``watch``), as Storm's load-aware shuffle:
+    a target whose queue is full is left out of the rotation until it has room again, so
+    one stuck task does not stall the others. The rotation is the shuffled targets
+    repeated to at least ``CYCLE`` entries, and queues are looked at only when it wraps:
+    ``choose`` costs the same as a plain round-robin.
+    """
+
+    # Choices between two looks at the queues (at least; a multiple of the target count).
+    CYCLE = 64
 
     def __init__(self, targets: list[int]) -> None:
         super().__init__(targets)
         random.shuffle(self._singletons)
+        self._all = self._singletons
+        self._queues: list[BatchQueue] = []
+        self._cycle = self._singletons
         self._next = 0
+
+    def watch(self, queues: list[BatchQueue]) -> None:
+        """Route around full queues; ``queues[i]`` receives ``targets[i]``'s tuples."""
+        by_task = dict(zip(self.targets, queues, strict=True))
+        self._queues = [by_task[s[0]] for s in self._all]
+        self._refresh()
+
+    def _refresh(self) -> None:
+        order = self._all
+        queues = self._queues
+        if queues:
+            room = [s for s, q in zip(order, queues, strict=True) if not q.full()]
+            if room:
+                order = room
+        self._cycle = order * -(-self.CYCLE // len(order))
 
     def choose(self, values: Sequence[Any]) -> list[int]:
         i = self._next
-        self._next = 0 if i + 1 == len(self._singletons) else i + 1
-        return self._singletons[i]
+        if i + 1 == len(self._cycle):
+            self._next = 0
+            chosen = self._cycle[i]
+            if self._queues:
+                self._refresh()
+            return chosen
+        self._next = i + 1
+        return self._cycle[i]
 
 
 class FieldsGrouper(Grouper):

@@ -19,6 +19,12 @@ leave in one of three ways, and only here:
    the executor is running user code (``busy``) the scheduled flush does nothing: the
    executor flushes at the end of its batch.
 
+A batch whose destination queue is full is *held back* in the outbox, not waited on, until
+it reaches ``HOLD_MAX`` tuples; meanwhile shuffle groupings route around that queue, so
+one stuck task does not stop its producer from feeding the others. A held batch leaves
+with the next flush that finds room (bolt executors retry while idle). ``blocked`` is
+True while a spout's polling flush waits for room (the stall monitor reads it).
+
 Acker messages (INIT, FAIL, RESET, coalesced ACKs) always go with ``put_nowait``: the
 acker must never wait on a full queue, or ackers and executors could deadlock.
 """
@@ -34,9 +40,11 @@ from mypy_extensions import i64
 from engine.queues import BatchQueue
 from engine.tuples import Tuple
 
-__all__ = ["BACKPRESSURE_POLL_SECS", "Outbox"]
+__all__ = ["BACKPRESSURE_POLL_SECS", "HOLD_MAX", "Outbox"]
 
 BACKPRESSURE_POLL_SECS = 0.01
+# Tuples a batch for a full queue may hold before its producer waits for room.
+HOLD_MAX = 256
 
 
 class Outbox:
@@ -46,6 +54,7 @@ class Outbox:
         "acker_acks",
         "acker_bufs",
         "acker_queues",
+        "blocked",
         "bufs",
         "busy",
         "last_root",
@@ -75,6 +84,7 @@ class Outbox:
         # times (from the user's own tasks or callbacks) schedule a flush instead.
         self.busy = False
         self.scheduled = False
+        self.blocked = False
         self.transferred = 0  # tuples handed to destination queues, counted per batch
 
     def schedule_flush(self) -> None:
@@ -119,8 +129,19 @@ class Outbox:
             bufs, self.bufs = self.bufs, {}
             queues = self.queues
             for ex, buf in bufs.items():
+                queue = queues[ex]
+                if len(buf) < HOLD_MAX and queue.full():
+                    self._hold(ex, buf)
+                    continue
                 self.transferred += len(buf)
-                await queues[ex].put(buf)
+                await queue.put(buf)
+
+    def _hold(self, ex: int, buf: list[Tuple]) -> None:
+        """Keep ``buf`` for a later flush, ahead of anything emitted to ``ex`` since."""
+        newer = self.bufs.get(ex)
+        if newer:
+            buf.extend(newer)
+        self.bufs[ex] = buf
 
     async def flush_polling(self, inbox: BatchQueue,
                             handle: Callable[[Any], Awaitable[None]]) -> None:
@@ -132,12 +153,17 @@ class Outbox:
         bufs, self.bufs = self.bufs, {}
         for ex, buf in bufs.items():
             queue = self.queues[ex]
+            if len(buf) < HOLD_MAX and queue.full():
+                self._hold(ex, buf)
+                continue
             while queue.full():
+                self.blocked = True
                 if await inbox.wait(BACKPRESSURE_POLL_SECS):
                     item = inbox.get_nowait()
                     while item is not None:
                         await handle(item)
                         item = inbox.get_nowait()
                     self.flush_acker_messages()
+            self.blocked = False
             self.transferred += len(buf)
             queue.put_nowait(buf)
