@@ -3,8 +3,9 @@
 It applies batches of acker messages (INIT/FAIL/RESET and coalesced ACKs) as they come,
 and every wheel tick fails the trees whose timeout passed, recording a ``"timeout"``
 ``FailReason`` for each. A batch that arrives when a tick is overdue (the loop was
-blocked) is applied only after that expiry: a tree past its timeout fails, even if the
-ack that would complete it was sent while the loop was held. Decided trees go back,
+blocked) has its new trees counted from the last tick and its acks applied only after that
+expiry: a tree past its timeout fails, even if the ack that would complete it was sent
+while the loop was held. Decided trees go back,
 batched per spout executor, with ``put_nowait``: an acker never waits on a full queue.
 """
 
@@ -47,8 +48,9 @@ class AckerExecutor:
             self.stats.executed += len(ops) + len(acks)
             now = self._clock()
             if now >= self._due:
-                self._expire(now)
-            decided = ledger.apply(ops, acks, now)
+                decided = self._after_hold(ops, acks, now)
+            else:
+                decided = ledger.apply(ops, acks, now)
             if decided:
                 self._send(decided)
 
@@ -58,6 +60,17 @@ class AckerExecutor:
         while True:
             await asyncio.sleep(tick)
             self._expire(self._clock())
+
+    def _after_hold(self, ops: list[tuple[int, ...]], acks: dict[int, int],
+                    now: float) -> list[tuple[int, int, int]]:
+        """Apply a batch that finds a tick overdue: the loop was held, and the batch may
+        have been sent long before ``now``. Its new trees count from the last tick (when
+        the acker could last run), the overdue expiry comes next, the acks last: a tree
+        whose tuple sat in the task that held the loop fails if its timeout passed."""
+        ledger = self.ledger
+        decided = ledger.apply(ops, {}, self._due - ledger.tick)
+        self._expire(now)
+        return decided + ledger.apply([], acks, now)
 
     def _expire(self, now: float) -> None:
         self._due = now + self.ledger.tick

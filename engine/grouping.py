@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 from zlib import adler32, crc32
 
-from engine.queues import BatchQueue
+from engine.queue_watch import QueueWatch
 
 __all__ = ["Grouper", "make_grouper", "stable_hash"]
 
@@ -55,9 +55,10 @@ class ShuffleGrouper(Grouper):
 
     Load-aware when given the targets' queues (``watch``), as Storm's load-aware shuffle:
     a target whose queue is full is left out of the rotation until it has room again, so
-    one stuck task does not stall the others. The rotation is the shuffled targets
-    repeated to at least ``CYCLE`` entries, and queues are looked at only when it wraps:
-    ``choose`` costs the same as a plain round-robin.
+    one stuck task does not stall the others. When every queue is full, the stuck ones
+    (``QueueWatch``) are left out (if all are, the rotation stays as it was). The
+    rotation is the shuffled targets repeated to at least ``CYCLE`` entries, and queues
+    are looked at only when it wraps: ``choose`` costs the same as a plain round-robin.
     """
 
     # Choices between two looks at the queues (at least; a multiple of the target count).
@@ -67,32 +68,35 @@ class ShuffleGrouper(Grouper):
         super().__init__(targets)
         random.shuffle(self._singletons)
         self._all = self._singletons
-        self._queues: list[BatchQueue] = []
+        self._watch: QueueWatch | None = None
+        self._executors: list[int] = []
         self._cycle = self._singletons
         self._next = 0
 
-    def watch(self, queues: list[BatchQueue]) -> None:
-        """Route around full queues; ``queues[i]`` receives ``targets[i]``'s tuples."""
-        by_task = dict(zip(self.targets, queues, strict=True))
-        self._queues = [by_task[s[0]] for s in self._all]
-        self._refresh()
+    def watch(self, watch: QueueWatch, executors: list[int]) -> None:
+        """Route around full queues; ``executors[i]`` (an index into ``watch.queues``)
+        runs ``targets[i]``."""
+        by_task = dict(zip(self.targets, executors, strict=True))
+        self._watch = watch
+        self._executors = [by_task[s[0]] for s in self._all]
+        self._cycle = self._all * -(-self.CYCLE // len(self._all))
 
-    def _refresh(self) -> None:
-        order = self._all
-        queues = self._queues
-        if queues:
-            room = [s for s, q in zip(order, queues, strict=True) if not q.full()]
-            if room:
-                order = room
-        self._cycle = order * -(-self.CYCLE // len(order))
+    def _refresh(self, watch: QueueWatch) -> None:
+        queues = watch.queues
+        pairs = list(zip(self._all, self._executors, strict=True))
+        room = [s for s, ex in pairs if not queues[ex].full()]
+        if not room:
+            room = [s for s, ex in pairs if not watch.stuck(ex)]
+        if room:
+            self._cycle = room * -(-self.CYCLE // len(room))
 
     def choose(self, values: Sequence[Any]) -> list[int]:
         i = self._next
         if i + 1 == len(self._cycle):
             self._next = 0
             chosen = self._cycle[i]
-            if self._queues:
-                self._refresh()
+            if self._watch is not None:
+                self._refresh(self._watch)
             return chosen
         self._next = i + 1
         return self._cycle[i]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from engine.grouping import CustomGrouper, Grouper, ShuffleGrouper, make_grouper
-from engine.queues import BatchQueue
+from engine.queue_watch import QueueWatch
 from engine.tuples import Source
 
 if TYPE_CHECKING:
@@ -51,11 +51,11 @@ class Route:
 
 
 def routes_for(d: ComponentDef, task_id: int, context: TopologyContext,
-               wiring: Wiring, queues: list[BatchQueue] | None = None) -> dict[str, Route]:
+               wiring: Wiring, watch: QueueWatch | None = None) -> dict[str, Route]:
     """The routes of task ``task_id`` of ``d``, one per declared stream.
 
     A custom grouping is copied per emitting task and prepared here (user code). Given
-    the executors' ``queues``, shuffle groupings route around full ones.
+    the ``watch`` over the executors' queues, shuffle groupings route around full ones.
     """
     routes = {}
     for stream, sd in d.streams.items():
@@ -71,8 +71,8 @@ def routes_for(d: ComponentDef, task_id: int, context: TopologyContext,
                 custom.prepare(context, stream, list(targets))
             indexes = [sd.fields.index(f) for f in sub.fields]
             grouper = make_grouper(sub.kind, targets, indexes, custom, task_id)
-            if queues is not None and isinstance(grouper, ShuffleGrouper) and len(targets) > 1:
-                grouper.watch([queues[wiring.task_executor[t]] for t in grouper.targets])
+            if watch is not None and isinstance(grouper, ShuffleGrouper) and len(targets) > 1:
+                grouper.watch(watch, [wiring.task_executor[t] for t in grouper.targets])
             route.groupers.append(grouper)
         route.freeze()
         routes[stream] = route

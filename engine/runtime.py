@@ -36,6 +36,7 @@ from engine.failure import FailReasons
 from engine.log_throttle import ErrorThrottle, IntervalWarning
 from engine.observe.figures import topology_stats
 from engine.outbox import Outbox
+from engine.queue_watch import QueueWatch
 from engine.queues import BatchQueue
 from engine.routing import routes_for
 from engine.stalls import StallMonitor
@@ -84,6 +85,7 @@ class RunningTopology:
         self.component_tasks = w.component_tasks
         self.task_executor = w.task_executor
         self.queues = [BatchQueue(e.queue_size) for e in w.executors]
+        self.watch = QueueWatch(self.queues)
         self.acker_queues = [BatchQueue(w.acker_queue_size) for _ in range(w.num_ackers)]
         comps = self.topology.components.values()
         self.output_fields = {d.id: {s: sd.fields for s, sd in d.streams.items()}
@@ -120,13 +122,13 @@ class RunningTopology:
         debug = conf[TOPOLOGY_DEBUG]
         rate = conf[TOPOLOGY_STATS_SAMPLE_RATE]
         sample_every = max(1, round(1 / rate)) if rate > 0 else -1
-        outbox = Outbox(self.queues, self.task_executor, self.acker_queues)
+        outbox = Outbox(self.queues, self.task_executor, self.acker_queues, self.watch)
         spout_tasks, bolt_tasks = [], []
         # One error throttle and one misuse warning per component, shared by its tasks.
         logs = self._logs.setdefault(d.id, (ErrorThrottle(log), IntervalWarning(log, math.inf)))
         for task_id in e.tasks:
             context = self._context(d, task_id)
-            routes = routes_for(d, task_id, context, self.wiring, self.queues)
+            routes = routes_for(d, task_id, context, self.wiring, self.watch)
             stats = TaskStats()
             self.task_stats[d.id].append(stats)
             obj = copy.copy(d.obj)
