@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 from zlib import adler32, crc32
 
 from engine.queue_watch import QueueWatch
 
-__all__ = ["Grouper", "make_grouper", "stable_hash"]
+__all__ = ["SHUFFLE_CYCLE", "Grouper", "make_grouper", "stable_hash"]
+
+# A load-aware shuffle's choices between two looks at the queues (at least; a multiple of
+# the number of targets).
+SHUFFLE_CYCLE: Final = 64
 
 
 def _hash_one(value: Any) -> int:
@@ -57,12 +61,9 @@ class ShuffleGrouper(Grouper):
     a target whose queue is full is left out of the rotation until it has room again, so
     one stuck task does not stall the others. When every queue is full, the stuck ones
     (``QueueWatch``) are left out (if all are, the rotation stays as it was). The
-    rotation is the shuffled targets repeated to at least ``CYCLE`` entries, and queues
+    rotation is the shuffled targets repeated to at least ``SHUFFLE_CYCLE`` entries, and queues
     are looked at only when it wraps: ``choose`` costs the same as a plain round-robin.
     """
-
-    # Choices between two looks at the queues (at least; a multiple of the target count).
-    CYCLE = 64
 
     def __init__(self, targets: list[int]) -> None:
         super().__init__(targets)
@@ -79,7 +80,7 @@ class ShuffleGrouper(Grouper):
         by_task = dict(zip(self.targets, executors, strict=True))
         self._watch = watch
         self._executors = [by_task[s[0]] for s in self._all]
-        self._cycle = self._all * -(-self.CYCLE // len(self._all))
+        self._cycle = self._all * -(-SHUFFLE_CYCLE // len(self._all))
 
     def _refresh(self, watch: QueueWatch) -> None:
         queues = watch.queues
@@ -88,7 +89,7 @@ class ShuffleGrouper(Grouper):
         if not room:
             room = [s for s, ex in pairs if not watch.stuck(ex)]
         if room:
-            self._cycle = room * -(-self.CYCLE // len(room))
+            self._cycle = room * -(-SHUFFLE_CYCLE // len(room))
 
     def choose(self, values: Sequence[Any]) -> list[int]:
         i = self._next

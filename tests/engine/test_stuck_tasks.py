@@ -13,7 +13,7 @@ import pytest
 
 from engine import Bolt, Config, LocalCluster, Spout, TopologyBuilder
 from engine.failure import FailReason
-from engine.grouping import ShuffleGrouper
+from engine.grouping import SHUFFLE_CYCLE, ShuffleGrouper
 from engine.queue_watch import QueueWatch
 from engine.queues import BatchQueue
 from engine.testing import FeederSpout, VirtualTimePolicy, wait_until
@@ -159,7 +159,7 @@ async def test_shuffle_routes_around_full_queues_and_stuck_ones_when_all_are_ful
     watch = QueueWatch(queues, secs=1.0)
     g = ShuffleGrouper([1, 2, 3])
     g.watch(watch, [0, 1, 2])  # task 1 on queue 0, ...
-    cycle = ShuffleGrouper.CYCLE
+    cycle = SHUFFLE_CYCLE
 
     def picks() -> list[int]:  # what the rotation sends after its next look at the queues
         return [g.choose(())[0] for _ in range(2 * cycle)][cycle:]
