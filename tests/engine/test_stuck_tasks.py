@@ -14,6 +14,7 @@ import pytest
 from engine import Bolt, Config, LocalCluster, Spout, TopologyBuilder
 from engine.failure import FailReason
 from engine.grouping import SHUFFLE_CYCLE, ShuffleGrouper
+from engine.outbox import HOLD_MAX, Outbox
 from engine.queue_watch import QueueWatch
 from engine.queues import BatchQueue
 from engine.testing import FeederSpout, VirtualTimePolicy, wait_until
@@ -179,3 +180,45 @@ async def test_shuffle_routes_around_full_queues_and_stuck_ones_when_all_are_ful
     assert watch.stuck(2) and not watch.stuck(0)
     queues[1].get_nowait()  # task 2 has room again
     assert set(picks()) == {2}
+
+
+async def test_the_outbox_holds_a_small_batch_for_a_full_queue_and_sends_it_in_order_later(
+) -> None:
+    full, free = BatchQueue(1), BatchQueue(1)
+    full.put_nowait(["old"])
+    outbox = Outbox([full, free], [0, 0, 1], [], QueueWatch([full, free]))
+    outbox.bufs = {0: ["a"], 1: ["b"]}
+    await outbox.flush()  # returns at once: nothing waits on the full queue
+    assert free.get_nowait() == ["b"]
+    assert outbox.bufs == {0: ["a"]}
+    outbox.bufs[0].append("c")
+    assert full.get_nowait() == ["old"]
+    await outbox.flush()
+    assert full.get_nowait() == ["a", "c"]
+    assert outbox.bufs == {}
+
+
+async def test_a_large_batch_waits_for_room_unless_the_queue_is_stuck() -> None:
+    full = BatchQueue(1)
+    full.put_nowait(["old"])
+    outbox = Outbox([full], [0, 0], [], QueueWatch([full], secs=1.0))
+    outbox.bufs = {0: ["t"] * HOLD_MAX}
+    waiting = asyncio.ensure_future(outbox.flush())
+    await asyncio.sleep(0.5)
+    assert not waiting.done()  # back-pressure: a busy queue is waited on
+    full.get_nowait()
+    await waiting
+    assert len(full.get_nowait()) == HOLD_MAX
+    full.put_nowait(["stuck"])
+    inbox = BatchQueue(10)
+    outbox.bufs = {0: ["t"] * HOLD_MAX}
+    assert outbox.watch is not None and not outbox.watch.stuck(0)  # first look at this head
+    polling = asyncio.ensure_future(outbox.flush_polling(inbox, _ignore))
+    await asyncio.sleep(2)
+    assert polling.done()  # the spout stopped waiting on a stuck queue and held the batch
+    assert len(outbox.bufs[0]) == HOLD_MAX
+    assert not outbox.blocked
+
+
+async def _ignore(item: Any) -> None:
+    pass
