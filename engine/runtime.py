@@ -11,6 +11,7 @@ import asyncio
 import copy
 import logging
 import math
+import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -47,6 +48,41 @@ from engine.watchdog import LoopWatchdog, watchdog_for
 from engine.wiring import ExecutorPlan, plan
 
 log = logging.getLogger("engine")
+
+
+class _SharedWatchdogs:
+    """One loop watchdog per event loop, shared by the topologies running on it (the first
+    one's threshold counts), stopped when the last of them stops."""
+
+    def __init__(self) -> None:
+        self._running: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[LoopWatchdog, int]] = weakref.WeakKeyDictionary()
+
+    def acquire(self, conf: dict[str, Any]) -> LoopWatchdog | None:
+        loop = asyncio.get_running_loop()
+        held = self._running.get(loop)
+        if held is not None:
+            self._running[loop] = (held[0], held[1] + 1)
+            return held[0]
+        dog = watchdog_for(conf)
+        if dog is not None:
+            dog.start()
+            self._running[loop] = (dog, 1)
+        return dog
+
+    def release(self, dog: LoopWatchdog) -> None:
+        loop = asyncio.get_running_loop()
+        held = self._running.get(loop)
+        if held is None or held[0] is not dog:
+            dog.stop()
+        elif held[1] > 1:
+            self._running[loop] = (dog, held[1] - 1)
+        else:
+            del self._running[loop]
+            dog.stop()
+
+
+_watchdogs = _SharedWatchdogs()
 
 __all__ = ["RunningTopology"]
 
@@ -176,9 +212,7 @@ class RunningTopology:
             self._tasks.append(spawn(acker.run()))
             self._tasks.append(spawn(acker.expire()))
         self._tasks.append(spawn(self.stalls.run()))
-        self.watchdog = watchdog_for(self.conf)
-        if self.watchdog is not None:
-            self.watchdog.start()
+        self.watchdog = _watchdogs.acquire(self.conf)
 
     async def _setup(self, obj: Any, name: str, context: TopologyContext, collector: Any,
                      kind: str) -> None:
@@ -223,7 +257,7 @@ class RunningTopology:
         while self.spout_pending() and self.clock() < deadline:
             await asyncio.sleep(0.01)
         if self.watchdog is not None:
-            self.watchdog.stop()
+            _watchdogs.release(self.watchdog)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -75,7 +75,7 @@ def test_the_config_key_sets_the_threshold_or_turns_it_off() -> None:
     assert default is not None and default.threshold == 1.0
 
 
-async def test_a_running_topology_names_the_bolt_that_blocks_the_loop(
+async def test_running_topologies_share_one_watchdog_that_names_the_blocking_bolt(
         caplog: pytest.LogCaptureFixture) -> None:
     class Blocks(Bolt):
         def prepare(self, conf: object, context: object, collector: object) -> None:
@@ -93,6 +93,10 @@ async def test_a_running_topology_names_the_bolt_that_blocks_the_loop(
     async with LocalCluster() as cluster:
         await cluster.submit_topology("t", Config({"topology.loop.block.warn.secs": 0.1}),
                                       b.create_topology())
+        other = TopologyBuilder()
+        other.set_spout("idle", FeederSpout(["v"]))
+        await cluster.submit_topology("u", Config({"topology.loop.block.warn.secs": 0.1}),
+                                      other.create_topology())  # one watchdog per loop
         spout.feed(["x"], msg_id="x")
         await wait_until(lambda: spout.events)
         await asyncio.sleep(0.1)
