@@ -1,9 +1,12 @@
 """The acker executor: one acker task's loop around its ``AckLedger``.
 
 It applies batches of acker messages (INIT/FAIL/RESET and coalesced ACKs) as they come,
-and every tick of its ledger fails the trees whose timeout passed, recording a ``"timeout"``
-``FailReason`` for each. Decided trees go back, batched per spout executor, with
-``put_nowait``: an acker never waits on a full queue.
+and every tick fails the trees whose timeout passed, recording a ``"timeout"``
+``FailReason`` for each. A batch that arrives when a tick is overdue (the loop was
+blocked) has its new trees counted from the last tick and its acks applied only after that
+expiry: a tree past its timeout fails, even if the ack that would complete it was sent
+while the loop was held. Decided trees go back,
+batched per spout executor, with ``put_nowait``: an acker never waits on a full queue.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class AckerExecutor:
         self.stats = stats
         self._reasons = FailReasons() if reasons is None else reasons
         self._timeout = FailReason("timeout", f"timed out after {timeout_secs:g} s")
+        self._due = clock() + ledger.tick
 
     async def run(self) -> None:
         """Apply message batches until cancelled; decided trees go back to their spout tasks."""
@@ -42,7 +46,11 @@ class AckerExecutor:
         while True:
             ops, acks = await queue.get()
             self.stats.executed += len(ops) + len(acks)
-            decided = ledger.apply(ops, acks, self._clock())
+            now = self._clock()
+            if now >= self._due:
+                decided = self._after_hold(ops, acks, now)
+            else:
+                decided = ledger.apply(ops, acks, now)
             if decided:
                 self._send(decided)
 
@@ -51,12 +59,27 @@ class AckerExecutor:
         tick = self.ledger.tick
         while True:
             await asyncio.sleep(tick)
-            decided = self.ledger.expire(self._clock())
-            if decided:
-                reasons, timeout = self._reasons, self._timeout
-                for outcome in decided:
-                    reasons.record(outcome[2], timeout)
-                self._send(decided)
+            self._expire(self._clock())
+
+    def _after_hold(self, ops: list[tuple[int, ...]], acks: dict[int, int],
+                    now: float) -> list[tuple[int, int, int]]:
+        """Apply a batch that finds a tick overdue: the loop was held, and the batch may
+        have been sent long before ``now``. Its new trees count from the last tick (when
+        the acker could last run), the overdue expiry comes next, the acks last: a tree
+        whose tuple sat in the task that held the loop fails if its timeout passed."""
+        ledger = self.ledger
+        decided = ledger.apply(ops, {}, self._due - ledger.tick)
+        self._expire(now)
+        return decided + ledger.apply([], acks, now)
+
+    def _expire(self, now: float) -> None:
+        self._due = now + self.ledger.tick
+        decided = self.ledger.expire(now)
+        if decided:
+            reasons, timeout = self._reasons, self._timeout
+            for outcome in decided:
+                reasons.record(outcome[2], timeout)
+            self._send(decided)
 
     def _send(self, decided: list[tuple[int, int, int]]) -> None:
         queues, texec = self._queues, self._task_executor

@@ -113,11 +113,12 @@ def _status(name: str, stats: dict[str, Any], spout_ids: set[str],
     records = [m["failed_topic_records"] for tasks in stats.get("metrics", {}).values()
                for m in tasks.values() if isinstance(m.get("failed_topic_records"), int)]
     to_failed_topic = f" failed-topic={sum(records)}" if records else ""
+    stuck = ",".join(f"{s['component']}:{s['state']}" for s in stats.get("stalled", ()))
     return (f"[{name} {stats['uptime_secs']:.0f}s] emitted={emitted} acked={acked} "
             f"failed={failed} timeouts={timeouts}{to_failed_topic} "
             f"pending={stats['spout_pending']} errors={errors} "
             f"acked/s={rate:,.0f} latency p50={_fig(lat['p50'], 'ms')} "
-            f"p99={_fig(lat['p99'], 'ms')}")
+            f"p99={_fig(lat['p99'], 'ms')}{f' stalled={stuck}' if stuck else ''}")
 
 
 async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> None:

@@ -10,19 +10,29 @@ Anchoring follows Storm's ``BoltOutputCollectorImpl``: one fresh edge id per (an
 target task), XOR-ed into the anchor's ``ack_val`` and into the new tuple's roots;
 ``ack(t)`` sends ``edge ^ ack_val`` to each of ``t``'s roots. A tuple's first (root, edge)
 pair is two fields of the tuple; pairs of further trees travel flattened in ``more``.
+
+Misuse is caught where it is cheap: values that are a ``str``, ``bytes`` or ``dict`` raise
+``TypeError`` at ``emit`` (checked only when the values are not a plain list or tuple);
+a tracked tuple's ``ack_val`` becomes ``_DONE`` once it is acked or failed (one store,
+where the ack reads that field anyway), so a second ack or fail finds it there and is
+ignored with one warning per component instead of corrupting the tree's XOR (which would
+end in a silent timeout). Errors reported by a
+component's tasks are logged through one ``ErrorThrottle`` per component.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence, Set
 from operator import index
-from typing import Any, SupportsIndex
+from typing import Any, Final, SupportsIndex
 
 from mypy_extensions import i64
 
 from engine.acker import FAIL, INIT, RESET
 from engine.failure import FailReason, FailReasons
+from engine.log_throttle import ErrorThrottle, IntervalWarning
 from engine.outbox import Outbox
 from engine.routing import Route
 from engine.stats import RecentErrors, TaskStats
@@ -36,6 +46,11 @@ __all__ = [
 
 log = logging.getLogger("engine")
 
+# A tracked tuple's ``ack_val`` once it is acked or failed: a second ack or fail sees it.
+# (An ``ack_val`` is a XOR of random 64-bit edge ids; it equals this by chance with
+# probability 2**-64, the odds Storm accepts for a tree's XOR reaching zero early.)
+_DONE: Final[i64] = -(2**63)
+
 
 def _with_edge(more: tuple[int, ...] | None, edge: i64) -> tuple[int, ...] | None:
     """``more`` with every edge replaced by ``edge``: the child's further roots for one anchor."""
@@ -43,6 +58,14 @@ def _with_edge(more: tuple[int, ...] | None, edge: i64) -> tuple[int, ...] | Non
         return None
     e = int(edge)
     return tuple(x for r in more[::2] for x in (r, e))
+
+
+def _check_values(kind: str, component: str, values: Any) -> None:
+    """Raise ``TypeError`` for values that are not a sequence of field values."""
+    if isinstance(values, (str, bytes, bytearray, Mapping, Set)) \
+            or not isinstance(values, Sequence):
+        raise TypeError(f"{kind} {component!r}: emit expects a list or tuple of values, got "
+                        f"{type(values).__name__} {values!r:.60}")
 
 
 def _pairs(tup: Tuple) -> list[tuple[Any, int]]:
@@ -66,6 +89,14 @@ class _Collector:
         self._num_ackers = len(outbox.acker_bufs)
         self._ids = IdSource()
         self.recent_errors = RecentErrors()
+        # Shared by the component's tasks when the runtime sets them (``share_logs``).
+        self.error_log = ErrorThrottle(log)
+        self.misuse_log = IntervalWarning(log, math.inf)
+
+    def share_logs(self, error_log: ErrorThrottle, misuse_log: IntervalWarning) -> None:
+        """Use the component's throttles, so that limits hold per component, not per task."""
+        self.error_log = error_log
+        self.misuse_log = misuse_log
 
     @property
     def component(self) -> str:
@@ -73,6 +104,8 @@ class _Collector:
         return self._component
 
     def _targets(self, values: Sequence[Any], stream: str) -> tuple[Route, list[int]]:
+        if type(values) is not list and type(values) is not tuple:
+            _check_values(self._kind, self._component, values)
         route = self._routes.get(stream)
         if route is None:
             raise ValueError(f"{self._kind} {self._component!r} task {self._task_id}: emit on "
@@ -97,6 +130,8 @@ class _Collector:
     def _direct_target(self, task: SupportsIndex, values: Sequence[Any],
                        stream: str) -> tuple[Route, list[int]]:
         task_id = index(task)  # any int-like (a numpy int, say), in both builds alike
+        if type(values) is not list and type(values) is not tuple:
+            _check_values(self._kind, self._component, values)
         route = self._routes.get(stream)
         if route is None or not route.direct:
             raise ValueError(f"{self._kind} {self._component!r}: emit_direct on stream "
@@ -112,11 +147,20 @@ class _Collector:
                  self._task_id, stream, targets, values)
 
     def report_error(self, exc: BaseException) -> None:
-        """Count ``exc`` as an error of this component and log it with the task id."""
+        """Count ``exc`` as an error of this component and log it with the task id
+        (at most 5 lines per 10 s per component; the next line counts the rest)."""
         self._stats.errors += 1
         self.recent_errors.add(self._task_id, exc)
-        log.error("%s %r task %d: %s: %s", self._kind, self._component, self._task_id,
-                  type(exc).__name__, exc, exc_info=self._stats.errors <= 3 and exc)
+        self.error_log.error("%s %r task %d: %s: %s", self._kind, self._component,
+                             self._task_id, type(exc).__name__, exc,
+                             exc_info=self._stats.errors <= 3 and exc)
+
+    def _twice(self, verb: str) -> None:
+        """A tuple was acked or failed after it had been acked or failed: ignored."""
+        self.misuse_log.warn(f"{self._kind} {self._component!r}",
+                             "task %d: %s of a tuple already acked or failed, ignored (each "
+                             "tuple is acked or failed once; warned once per component)",
+                             self._task_id, verb, now=0.0)
 
 
 class SpoutOutputCollector(_Collector):
@@ -201,6 +245,7 @@ class OutputCollector(_Collector):
         # Streams eligible for emit's inlined path: one subscriber, not direct, no debug log.
         self._fast = {} if debug else {stream: route for stream, route in routes.items()
                                        if route.single is not None}
+        self.resets = 0  # reset_timeout calls: the stall monitor restarts a call's deadline
 
     def emit(self, values: Sequence[Any], anchors: Tuple | Iterable[Tuple] | None = None,
              stream: str = "default") -> list[int]:
@@ -209,7 +254,8 @@ class OutputCollector(_Collector):
         Returns the task ids the tuple went to.
         """
         route = self._fast.get(stream)
-        if route is not None and type(anchors) is Tuple and len(values) == route.width:
+        if route is not None and type(anchors) is Tuple and len(values) == route.width \
+                and (type(values) is list or type(values) is tuple):
             # The common case, inlined: one subscriber, one anchor.
             t = route.only
             if t < 0:
@@ -300,20 +346,26 @@ class OutputCollector(_Collector):
 
     def ack(self, tup: Tuple) -> None:
         """``tup`` is processed: its edge leaves every tree it belongs to."""
-        self._stats.acked += 1
         root = tup.root
         if not root:
+            self._stats.acked += 1
             return
+        av = tup.ack_val
+        if av == _DONE:
+            self._twice("ack")
+            return
+        self._stats.acked += 1
+        tup.ack_val = _DONE
         outbox = self._outbox
         if tup.more is None and self._num_ackers == 1:  # one root, one acker: the common case
             if root is outbox.last_root:
-                outbox.last_val ^= tup.edge ^ tup.ack_val
+                outbox.last_val ^= tup.edge ^ av
             else:
                 outbox.merge_last()
                 outbox.last_root = root
-                outbox.last_val = tup.edge ^ tup.ack_val
+                outbox.last_val = tup.edge ^ av
         else:
-            av, n, per_acker = tup.ack_val, self._num_ackers, outbox.acker_acks
+            n, per_acker = self._num_ackers, outbox.acker_acks
             for r, edge in _pairs(tup):
                 acks = per_acker[r % n]
                 acks[r] = acks.get(r, 0) ^ i64(edge) ^ av
@@ -328,15 +380,23 @@ class OutputCollector(_Collector):
 
     def fail_with(self, tup: Tuple, reason: FailReason) -> None:
         """Fail every tree ``tup`` belongs to, recording ``reason`` (the first one wins)."""
+        if not tup.root:
+            self._stats.failed += 1
+            return
+        if tup.ack_val == _DONE:
+            self._twice("fail")
+            return
         self._stats.failed += 1
-        if tup.root:
-            reasons = self._reasons
-            for r, _ in _pairs(tup):
-                reasons.record(r, reason)
+        tup.ack_val = _DONE
+        reasons = self._reasons
+        for r, _ in _pairs(tup):
+            reasons.record(r, reason)
         self._to_roots(tup, FAIL)
 
     def reset_timeout(self, tup: Tuple) -> None:
-        """Restart the timeout of every tree ``tup`` belongs to, now (not at batch end)."""
+        """Restart the timeout of every tree ``tup`` belongs to, now (not at batch end);
+        it restarts the deadline of the ``execute`` running too."""
+        self.resets += 1
         self._to_roots(tup, RESET)
         self._outbox.flush_acker_messages()
 

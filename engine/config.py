@@ -17,6 +17,7 @@ from engine.errors import ConfigError
 
 __all__ = [
     "TOPOLOGY_ACKER_EXECUTORS",
+    "TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS",
     "TOPOLOGY_DEBUG",
     "TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE",
     "TOPOLOGY_LOOP_BLOCK_WARN_SECS",
@@ -44,6 +45,8 @@ TOPOLOGY_LOOP_BLOCK_WARN_SECS = "topology.loop.block.warn.secs"
 TOPOLOGY_STATE_DIR = "topology.state.dir"
 TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS = "topology.state.checkpoint.interval.ms"
 TOPOLOGY_NAME = "topology.name"
+# Cancel an async execute still running after this long (None: the message timeout; 0: never).
+TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS = "topology.bolt.execute.timeout.secs"
 
 DEFAULTS: dict[str, Any] = {
     TOPOLOGY_MESSAGE_TIMEOUT_SECS: 30,
@@ -58,6 +61,7 @@ DEFAULTS: dict[str, Any] = {
     TOPOLOGY_STATE_DIR: ".stormloop-state",
     TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: 1000,
     TOPOLOGY_NAME: None,
+    TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS: None,
 }
 
 _RESERVED_PREFIX = "topology."
@@ -112,6 +116,9 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
                          "a directory path", False),
     TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: (_int_at_least(1), "an int of ms >= 1", False),
     TOPOLOGY_NAME: (lambda v: isinstance(v, str) and bool(v), "a non-empty string", True),
+    TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS: (
+        lambda v: _positive_number(v) or (type(v) in (int, float) and v == 0),
+        "a number of seconds >= 0 or None", True),
 }
 
 # Keys whose value is a bool; text and 0/1 are turned into one before the checks.

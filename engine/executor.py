@@ -19,11 +19,12 @@ from engine.acker import ACK
 from engine.collector import OutputCollector, SpoutOutputCollector
 from engine.context import TopologyContext
 from engine.failure import FailReason, FailReasons, error_reason
-from engine.outbox import Outbox
+from engine.outbox import BACKPRESSURE_POLL_SECS, Outbox
 from engine.queues import BatchQueue
 from engine.stats import BatchTimes, LatencyReservoir, TaskStats
 from engine.tuples import SYSTEM_COMPONENT, TICK_STREAM, Fields, Source, Tuple
 from engine.usercall import accepts, is_user_error, method
+from engine.watchdog import CallSite, CurrentCall, current_call
 
 # A FAIL whose reason was not kept (more failures in flight than the book holds).
 _UNKNOWN_REASON = FailReason("explicit", "failed (reason not kept)")
@@ -53,12 +54,17 @@ class SpoutTask:
     ack: tuple[Callable[..., Any], bool] = field(init=False)
     fail: tuple[Callable[..., Any], bool] = field(init=False)
     fail_takes_reason: bool = field(init=False)
+    sites: tuple[CallSite, CallSite, CallSite] = field(init=False)
+    """What the loop watchdog names for ``next_tuple``, ``ack`` and ``fail``."""
 
     def __post_init__(self) -> None:
         self.next_tuple = method(self.obj, "next_tuple")
         self.ack = method(self.obj, "ack")
         self.fail = method(self.obj, "fail")
         self.fail_takes_reason = accepts(self.fail[0], "reason")
+        cid = self.context.component_id
+        self.sites = (CallSite(cid, self.task_id, "next_tuple"),
+                      CallSite(cid, self.task_id, "ack"), CallSite(cid, self.task_id, "fail"))
 
 
 @dataclass(eq=False)
@@ -71,9 +77,12 @@ class BoltTask:
     collector: OutputCollector
     stats: TaskStats
     execute: tuple[Callable[..., Any], bool] = field(init=False)
+    site: CallSite = field(init=False)
+    """What the loop watchdog names for ``execute``."""
 
     def __post_init__(self) -> None:
         self.execute = method(self.obj, "execute")
+        self.site = CallSite(self.context.component_id, self.task_id, "execute")
 
 
 class SpoutExecutor:
@@ -92,6 +101,7 @@ class SpoutExecutor:
         self._clock = clock
         self._latency = latency
         self._reasons = FailReasons() if reasons is None else reasons
+        self._marker = CurrentCall()
 
     def pending(self) -> int:
         """Tracked trees emitted by these tasks and not yet acked or failed."""
@@ -100,6 +110,7 @@ class SpoutExecutor:
     async def run(self) -> None:
         """Loop until cancelled: outcomes in, tuples out, back off when idle."""
         inbox, outbox = self.queue, self.outbox
+        marker = self._marker = current_call()
         idle = IDLE_MIN_SECS
         while True:
             item = inbox.get_nowait()
@@ -111,7 +122,9 @@ class SpoutExecutor:
                 outbox.busy = True
                 for task in self.tasks:
                     if self.active:
+                        marker.site = task.sites[0]
                         emitted += await self._round(task)
+                marker.site = None
                 outbox.busy = False
             await outbox.flush_polling(inbox, self._on_outcomes)
             if emitted:
@@ -151,7 +164,7 @@ class SpoutExecutor:
         return coll.emit_count - start
 
     async def _on_outcomes(self, outcomes: list[tuple[int, int, int]]) -> None:
-        by_id = self.by_id
+        by_id, marker = self.by_id, self._marker
         for kind, task_id, root in outcomes:
             task = by_id[task_id]
             reason: FailReason | None = None
@@ -165,6 +178,7 @@ class SpoutExecutor:
                 t0 = started.pop(root, None)
                 if t0 is not None and kind == ACK:
                     self._latency.add(self._clock() - t0)
+            marker.site = task.sites[1 if kind == ACK else 2]
             if kind == ACK:
                 task.stats.acked += 1
                 await self._user(task, task.ack, msg_id)
@@ -181,6 +195,7 @@ class SpoutExecutor:
                 if not is_user_error(exc):
                     raise
                 task.collector.report_error(exc)
+        marker.site = None
 
     @staticmethod
     async def _user(task: SpoutTask, user: tuple[Callable[..., Any], bool],
@@ -198,7 +213,11 @@ class SpoutExecutor:
 
 
 class BoltExecutor:
-    """Runs the tasks of one bolt executor: execute each tuple of a batch, then flush."""
+    """Runs the tasks of one bolt executor: execute each tuple of a batch, then flush.
+
+    ``current`` is the tuple an async ``execute`` is running on (``None`` between
+    batches); ``cancel_current`` ends that call, failing its tuple, when it is overdue.
+    """
 
     def __init__(self, component: str, tasks: list[BoltTask], queue: BatchQueue,
                  outbox: Outbox) -> None:
@@ -208,22 +227,36 @@ class BoltExecutor:
         self.queue = queue
         self.outbox = outbox
         self.times = BatchTimes()
+        self.current: Tuple | None = None
+        self._cancelled: Tuple | None = None
+        self._cancel_note = ""
+        self._task: asyncio.Task[Any] | None = None
 
     async def run(self) -> None:
         """Loop until cancelled; a failing ``execute`` fails its tuple and the loop goes on."""
         queue, outbox, times = self.queue, self.outbox, self.times
         clock = times.clock
+        marker = current_call()
+        self._task = asyncio.current_task()
         single = self.tasks[0] if len(self.tasks) == 1 else None
         batches = 0
         while True:
+            if outbox.bufs and not await queue.wait(BACKPRESSURE_POLL_SECS):
+                await outbox.flush()  # batches held back for a full queue: retry while idle
+                continue
             batch = await queue.get()
             started = clock()
             outbox.busy = True
             if single is not None:
+                marker.site = single.site
                 await self._execute(single, batch)
             else:
                 for tup in batch:
-                    await self._execute(self.by_id[tup.dest], (tup,))
+                    task = self.by_id[tup.dest]
+                    marker.site = task.site
+                    await self._execute(task, (tup,))
+            marker.site = None
+            self.current = None
             outbox.busy = False
             times.add(len(batch), started, clock())
             await outbox.flush()
@@ -232,23 +265,48 @@ class BoltExecutor:
                 batches = 0
                 await asyncio.sleep(0)
 
-    @staticmethod
-    async def _execute(task: BoltTask, batch: list[Tuple] | tuple[Tuple, ...]) -> None:
+    async def _execute(self, task: BoltTask, batch: list[Tuple] | tuple[Tuple, ...]) -> None:
         execute, is_async = task.execute
         coll = task.collector
         task.stats.executed += len(batch)
         if is_async:
             for tup in batch:
+                self.current = tup
                 try:
                     await execute(tup)
                 except BaseException as exc:
-                    _failed(coll, tup, exc)
+                    _failed(coll, tup, self._overdue(exc))
         else:
             for tup in batch:
                 try:
                     execute(tup)
                 except BaseException as exc:
                     _failed(coll, tup, exc)
+
+    def cancel_current(self, note: str) -> bool:
+        """Cancel the async ``execute`` running on ``current``: its tuple fails with
+        ``TimeoutError: <note>`` and the executor goes on. False when there is none."""
+        task = self._task
+        if task is None or self.current is None or not self.outbox.busy:
+            return False
+        if self._cancelled is not None:
+            if self._cancelled is self.current:
+                return False  # cancelled already, not yet out of the call
+            task.uncancel()  # the user's code swallowed that cancel and returned
+        self._cancelled, self._cancel_note = self.current, note
+        task.cancel()
+        return True
+
+    def _overdue(self, exc: BaseException) -> BaseException:
+        """``exc`` out of ``execute``; the engine's cancel of an overdue call becomes a
+        ``TimeoutError`` (unless the executor itself is being stopped as well)."""
+        if self._cancelled is None or not isinstance(exc, asyncio.CancelledError):
+            return exc
+        self._cancelled = None
+        task = self._task
+        if task is not None and task.uncancel() > 0:
+            return exc
+        return TimeoutError(self._cancel_note)
 
     async def tick(self, every: float) -> None:
         """Deliver a tick tuple to each task every ``every`` seconds, until cancelled."""

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 from zlib import adler32, crc32
 
-__all__ = ["Grouper", "make_grouper", "stable_hash"]
+from engine.queue_watch import QueueWatch
+
+__all__ = ["SHUFFLE_CYCLE", "Grouper", "make_grouper", "stable_hash"]
+
+# A load-aware shuffle's choices between two looks at the queues (at least; a multiple of
+# the number of targets).
+SHUFFLE_CYCLE: Final = 64
 
 
 def _hash_one(value: Any) -> int:
@@ -49,17 +55,52 @@ class Grouper:
 
 
 class ShuffleGrouper(Grouper):
-    """Round-robin over a shuffled order of the targets: even load, no per-call randomness."""
+    """Round-robin over a shuffled order of the targets: even load, no per-call randomness.
+
+    Load-aware when given the targets' queues (``watch``), as Storm's load-aware shuffle:
+    a target whose queue is full is left out of the rotation until it has room again, so
+    one stuck task does not stall the others. When every queue is full, the stuck ones
+    (``QueueWatch``) are left out (if all are, the rotation stays as it was). The
+    rotation is the shuffled targets repeated to at least ``SHUFFLE_CYCLE`` entries, and queues
+    are looked at only when it wraps: ``choose`` costs the same as a plain round-robin.
+    """
 
     def __init__(self, targets: list[int]) -> None:
         super().__init__(targets)
         random.shuffle(self._singletons)
+        self._all = self._singletons
+        self._watch: QueueWatch | None = None
+        self._executors: list[int] = []
+        self._cycle = self._singletons
         self._next = 0
+
+    def watch(self, watch: QueueWatch, executors: list[int]) -> None:
+        """Route around full queues; ``executors[i]`` (an index into ``watch.queues``)
+        runs ``targets[i]``."""
+        by_task = dict(zip(self.targets, executors, strict=True))
+        self._watch = watch
+        self._executors = [by_task[s[0]] for s in self._all]
+        self._cycle = self._all * -(-SHUFFLE_CYCLE // len(self._all))
+
+    def _refresh(self, watch: QueueWatch) -> None:
+        queues = watch.queues
+        pairs = list(zip(self._all, self._executors, strict=True))
+        room = [s for s, ex in pairs if not queues[ex].full()]
+        if not room:
+            room = [s for s, ex in pairs if not watch.stuck(ex)]
+        if room:
+            self._cycle = room * -(-SHUFFLE_CYCLE // len(room))
 
     def choose(self, values: Sequence[Any]) -> list[int]:
         i = self._next
-        self._next = 0 if i + 1 == len(self._singletons) else i + 1
-        return self._singletons[i]
+        if i + 1 == len(self._cycle):
+            self._next = 0
+            chosen = self._cycle[i]
+            if self._watch is not None:
+                self._refresh(self._watch)
+            return chosen
+        self._next = i + 1
+        return self._cycle[i]
 
 
 class FieldsGrouper(Grouper):

@@ -19,6 +19,15 @@ leave in one of three ways, and only here:
    the executor is running user code (``busy``) the scheduled flush does nothing: the
    executor flushes at the end of its batch.
 
+A batch whose destination queue is full is *held back* in the outbox, not waited on, until
+it reaches ``HOLD_MAX`` tuples (``HOLD_STUCK_MAX`` when the queue is stuck: full and
+taking nothing, see ``engine.queue_watch``); meanwhile shuffle groupings route around
+that queue, so one stuck task does not stop its producer from feeding the others. A
+spout waiting for room in a queue that turns out stuck stops waiting and holds the batch.
+A held batch leaves with the next flush that finds room (bolt executors retry while
+idle). ``blocked`` is True while a spout's polling flush waits for room (the stall
+monitor reads it).
+
 Acker messages (INIT, FAIL, RESET, coalesced ACKs) always go with ``put_nowait``: the
 acker must never wait on a full queue, or ackers and executors could deadlock.
 """
@@ -31,12 +40,17 @@ from typing import Any
 
 from mypy_extensions import i64
 
+from engine.queue_watch import QueueWatch
 from engine.queues import BatchQueue
 from engine.tuples import Tuple
 
-__all__ = ["BACKPRESSURE_POLL_SECS", "Outbox"]
+__all__ = ["BACKPRESSURE_POLL_SECS", "HOLD_MAX", "HOLD_STUCK_MAX", "Outbox"]
 
 BACKPRESSURE_POLL_SECS = 0.01
+# Tuples a batch for a full queue may hold before its producer waits for room; for a
+# stuck queue (a grouping that cannot route around it, say fields) a little more.
+HOLD_MAX = 256
+HOLD_STUCK_MAX = 1024
 
 
 class Outbox:
@@ -46,6 +60,7 @@ class Outbox:
         "acker_acks",
         "acker_bufs",
         "acker_queues",
+        "blocked",
         "bufs",
         "busy",
         "last_root",
@@ -54,11 +69,13 @@ class Outbox:
         "scheduled",
         "task_executor",
         "transferred",
+        "watch",
     )
 
     def __init__(self, queues: list[BatchQueue], task_executor: list[int],
-                 acker_queues: list[BatchQueue]) -> None:
+                 acker_queues: list[BatchQueue], watch: QueueWatch | None = None) -> None:
         self.queues = queues
+        self.watch = watch
         self.task_executor = task_executor
         self.bufs: dict[int, list[Tuple]] = {}
         self.acker_queues = acker_queues
@@ -75,6 +92,7 @@ class Outbox:
         # times (from the user's own tasks or callbacks) schedule a flush instead.
         self.busy = False
         self.scheduled = False
+        self.blocked = False
         self.transferred = 0  # tuples handed to destination queues, counted per batch
 
     def schedule_flush(self) -> None:
@@ -119,8 +137,25 @@ class Outbox:
             bufs, self.bufs = self.bufs, {}
             queues = self.queues
             for ex, buf in bufs.items():
+                queue = queues[ex]
+                if queue.full() and self._holds(ex, len(buf)):
+                    self._hold(ex, buf)
+                    continue
                 self.transferred += len(buf)
-                await queues[ex].put(buf)
+                await queue.put(buf)
+
+    def _holds(self, ex: int, n: int) -> bool:
+        """Whether a batch of ``n`` tuples for full queue ``ex`` is held back, not waited on."""
+        if n < HOLD_MAX:
+            return True
+        return n < HOLD_STUCK_MAX and self.watch is not None and self.watch.stuck(ex)
+
+    def _hold(self, ex: int, buf: list[Tuple]) -> None:
+        """Keep ``buf`` for a later flush, ahead of anything emitted to ``ex`` since."""
+        newer = self.bufs.get(ex)
+        if newer:
+            buf.extend(newer)
+        self.bufs[ex] = buf
 
     async def flush_polling(self, inbox: BatchQueue,
                             handle: Callable[[Any], Awaitable[None]]) -> None:
@@ -132,12 +167,20 @@ class Outbox:
         bufs, self.bufs = self.bufs, {}
         for ex, buf in bufs.items():
             queue = self.queues[ex]
+            held = False
             while queue.full():
+                if self._holds(ex, len(buf)):
+                    self._hold(ex, buf)
+                    held = True
+                    break
+                self.blocked = True
                 if await inbox.wait(BACKPRESSURE_POLL_SECS):
                     item = inbox.get_nowait()
                     while item is not None:
                         await handle(item)
                         item = inbox.get_nowait()
                     self.flush_acker_messages()
-            self.transferred += len(buf)
-            queue.put_nowait(buf)
+            self.blocked = False
+            if not held:
+                self.transferred += len(buf)
+                queue.put_nowait(buf)

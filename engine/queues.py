@@ -111,6 +111,10 @@ class BatchQueue:
                 break
         return batch
 
+    def head(self) -> Any:
+        """The oldest batch, left in place (``None`` if empty): a sign of progress."""
+        return self._items[0] if self._items else None
+
     def stats(self) -> QueueStats:
         """A consistent snapshot of the queue's figures."""
         return QueueStats(len(self._items), self.maxsize, self._peak, len(self._putters))

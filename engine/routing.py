@@ -12,7 +12,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from engine.grouping import CustomGrouper, Grouper, make_grouper
+from engine.grouping import CustomGrouper, Grouper, ShuffleGrouper, make_grouper
+from engine.queue_watch import QueueWatch
 from engine.tuples import Source
 
 if TYPE_CHECKING:
@@ -50,10 +51,11 @@ class Route:
 
 
 def routes_for(d: ComponentDef, task_id: int, context: TopologyContext,
-               wiring: Wiring) -> dict[str, Route]:
+               wiring: Wiring, watch: QueueWatch | None = None) -> dict[str, Route]:
     """The routes of task ``task_id`` of ``d``, one per declared stream.
 
-    A custom grouping is copied per emitting task and prepared here (user code).
+    A custom grouping is copied per emitting task and prepared here (user code). Given
+    the ``watch`` over the executors' queues, shuffle groupings route around full ones.
     """
     routes = {}
     for stream, sd in d.streams.items():
@@ -68,7 +70,10 @@ def routes_for(d: ComponentDef, task_id: int, context: TopologyContext,
                 custom = copy.copy(sub.custom)
                 custom.prepare(context, stream, list(targets))
             indexes = [sd.fields.index(f) for f in sub.fields]
-            route.groupers.append(make_grouper(sub.kind, targets, indexes, custom, task_id))
+            grouper = make_grouper(sub.kind, targets, indexes, custom, task_id)
+            if watch is not None and isinstance(grouper, ShuffleGrouper) and len(targets) > 1:
+                grouper.watch(watch, [wiring.task_executor[t] for t in grouper.targets])
+            route.groupers.append(grouper)
         route.freeze()
         routes[stream] = route
     return routes

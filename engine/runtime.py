@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
+import math
+import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -19,6 +22,7 @@ from engine.clock import Clock, loop_clock
 from engine.collector import OutputCollector, SpoutOutputCollector
 from engine.components import BasicBolt
 from engine.config import (
+    TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS,
     TOPOLOGY_DEBUG,
     TOPOLOGY_MAX_SPOUT_PENDING,
     TOPOLOGY_MESSAGE_TIMEOUT_SECS,
@@ -30,14 +34,55 @@ from engine.context import TopologyContext
 from engine.errors import TopologyError
 from engine.executor import BoltExecutor, BoltTask, SpoutExecutor, SpoutTask
 from engine.failure import FailReasons
+from engine.log_throttle import ErrorThrottle, IntervalWarning
 from engine.observe.figures import topology_stats
 from engine.outbox import Outbox
+from engine.queue_watch import QueueWatch
 from engine.queues import BatchQueue
 from engine.routing import routes_for
+from engine.stalls import StallMonitor
 from engine.stats import LatencyReservoir, TaskStats
 from engine.topology import ComponentDef, Topology
 from engine.usercall import invoke, is_user_error, method
+from engine.watchdog import LoopWatchdog, watchdog_for
 from engine.wiring import ExecutorPlan, plan
+
+log = logging.getLogger("engine")
+
+
+class _SharedWatchdogs:
+    """One loop watchdog per event loop, shared by the topologies running on it (the first
+    one's threshold counts), stopped when the last of them stops."""
+
+    def __init__(self) -> None:
+        self._running: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[LoopWatchdog, int]] = weakref.WeakKeyDictionary()
+
+    def acquire(self, conf: dict[str, Any]) -> LoopWatchdog | None:
+        loop = asyncio.get_running_loop()
+        held = self._running.get(loop)
+        if held is not None:
+            self._running[loop] = (held[0], held[1] + 1)
+            return held[0]
+        dog = watchdog_for(conf)
+        if dog is not None:
+            dog.start()
+            self._running[loop] = (dog, 1)
+        return dog
+
+    def release(self, dog: LoopWatchdog) -> None:
+        loop = asyncio.get_running_loop()
+        held = self._running.get(loop)
+        if held is None or held[0] is not dog:
+            dog.stop()
+        elif held[1] > 1:
+            self._running[loop] = (dog, held[1] - 1)
+        else:
+            del self._running[loop]
+            dog.stop()
+
+
+_watchdogs = _SharedWatchdogs()
 
 __all__ = ["RunningTopology"]
 
@@ -63,6 +108,7 @@ class RunningTopology:
         self.ackers: list[AckerExecutor] = []
         self.task_stats: dict[str, list[TaskStats]] = {}
         self.reasons = FailReasons()
+        self._logs: dict[str, tuple[ErrorThrottle, IntervalWarning]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._kill_lock = asyncio.Lock()
         self._killed = False
@@ -75,6 +121,7 @@ class RunningTopology:
         self.component_tasks = w.component_tasks
         self.task_executor = w.task_executor
         self.queues = [BatchQueue(e.queue_size) for e in w.executors]
+        self.watch = QueueWatch(self.queues)
         self.acker_queues = [BatchQueue(w.acker_queue_size) for _ in range(w.num_ackers)]
         comps = self.topology.components.values()
         self.output_fields = {d.id: {s: sd.fields for s, sd in d.streams.items()}
@@ -93,6 +140,14 @@ class RunningTopology:
                 AckLedger(timeout, self.clock()), queue, self.queues, self.task_executor,
                 w.spout_executors, self.clock, stats, self.reasons, timeout))
         self.task_stats["__acker"] = acker_stats
+        deadlines = {}
+        for cid, cconf in self.component_conf.items():
+            limit = cconf[TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS]
+            deadlines[cid] = float(cconf[TOPOLOGY_MESSAGE_TIMEOUT_SECS] if limit is None
+                                   else limit)
+        self.stalls = StallMonitor(self.spout_executors, self.bolt_executors, deadlines,
+                                   timeout)
+        self.watchdog: LoopWatchdog | None = None
 
     def _context(self, d: ComponentDef, task_id: int) -> TopologyContext:
         return TopologyContext(self.name, task_id, d.id, self.component_tasks,
@@ -103,11 +158,13 @@ class RunningTopology:
         debug = conf[TOPOLOGY_DEBUG]
         rate = conf[TOPOLOGY_STATS_SAMPLE_RATE]
         sample_every = max(1, round(1 / rate)) if rate > 0 else -1
-        outbox = Outbox(self.queues, self.task_executor, self.acker_queues)
+        outbox = Outbox(self.queues, self.task_executor, self.acker_queues, self.watch)
         spout_tasks, bolt_tasks = [], []
+        # One error throttle and one misuse warning per component, shared by its tasks.
+        logs = self._logs.setdefault(d.id, (ErrorThrottle(log), IntervalWarning(log, math.inf)))
         for task_id in e.tasks:
             context = self._context(d, task_id)
-            routes = routes_for(d, task_id, context, self.wiring)
+            routes = routes_for(d, task_id, context, self.wiring, self.watch)
             stats = TaskStats()
             self.task_stats[d.id].append(stats)
             obj = copy.copy(d.obj)
@@ -115,12 +172,14 @@ class RunningTopology:
                 pending: dict[int, Any] = {}
                 coll = SpoutOutputCollector(d.id, task_id, routes, outbox, stats, debug,
                                             pending, sample_every, self.clock)
+                coll.share_logs(*logs)
                 spout_tasks.append(SpoutTask(task_id, obj, context, coll, stats, pending))
             else:
                 if isinstance(obj, BasicBolt):
                     obj = adapt_basic_bolt(obj)
                 bcoll = OutputCollector(d.id, task_id, routes, outbox, stats, debug,
                                         self.reasons)
+                bcoll.share_logs(*logs)
                 bolt_tasks.append(BoltTask(task_id, obj, context, bcoll, stats))
         queue = self.queues[e.index]
         if d.is_spout:
@@ -152,6 +211,8 @@ class RunningTopology:
         for acker in self.ackers:
             self._tasks.append(spawn(acker.run()))
             self._tasks.append(spawn(acker.expire()))
+        self._tasks.append(spawn(self.stalls.run()))
+        self.watchdog = _watchdogs.acquire(self.conf)
 
     async def _setup(self, obj: Any, name: str, context: TopologyContext, collector: Any,
                      kind: str) -> None:
@@ -195,6 +256,8 @@ class RunningTopology:
         deadline = self.clock() + wait_secs
         while self.spout_pending() and self.clock() < deadline:
             await asyncio.sleep(0.01)
+        if self.watchdog is not None:
+            _watchdogs.release(self.watchdog)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -220,4 +283,6 @@ class RunningTopology:
     def stats(self) -> dict[str, Any]:
         """Counters per component, pending trees, latencies, executor and queue figures:
         plain JSON data (see ``engine.observe.figures``)."""
-        return topology_stats(self)
+        stats = topology_stats(self)
+        stats["stalled"] = self.stalls.stalled()
+        return stats

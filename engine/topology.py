@@ -285,8 +285,9 @@ def _check_component(d: ComponentDraft, seen: dict[str, ComponentDef]) -> dict[s
     declarer = OutputFieldsDeclarer()
     try:
         d.obj.declare_output_fields(declarer)
-    except (TypeError, ValueError) as exc:
-        raise TopologyError(f"{name}: declare_output_fields failed: {exc}") from None
+    except Exception as exc:
+        raise TopologyError(f"{name}: declare_output_fields raised {type(exc).__name__}: "
+                            f"{exc}") from exc
     return declarer.streams
 
 

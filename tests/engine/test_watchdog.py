@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from engine import Bolt, Config, LocalCluster, TopologyBuilder
+from engine.testing import FeederSpout, wait_until
 from engine.watchdog import CallSite, LoopWatchdog, current_call, watchdog_for
 
 LOG = logging.getLogger("test.watchdog")
@@ -71,3 +73,34 @@ def test_the_config_key_sets_the_threshold_or_turns_it_off() -> None:
     assert watchdog_for({"topology.loop.block.warn.secs": None}) is None
     default = watchdog_for({})
     assert default is not None and default.threshold == 1.0
+
+
+async def test_running_topologies_share_one_watchdog_that_names_the_blocking_bolt(
+        caplog: pytest.LogCaptureFixture) -> None:
+    class Blocks(Bolt):
+        def prepare(self, conf: object, context: object, collector: object) -> None:
+            self.collector = collector
+
+        def execute(self, tup: object) -> None:
+            time.sleep(0.3)
+            self.collector.ack(tup)  # type: ignore[attr-defined]
+
+    caplog.set_level(logging.WARNING, "engine.watchdog")
+    spout = FeederSpout(["v"])
+    b = TopologyBuilder()
+    b.set_spout("s", spout)
+    b.set_bolt("block", Blocks()).shuffle_grouping("s")
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("t", Config({"topology.loop.block.warn.secs": 0.1}),
+                                      b.create_topology())
+        other = TopologyBuilder()
+        other.set_spout("idle", FeederSpout(["v"]))
+        await cluster.submit_topology("u", Config({"topology.loop.block.warn.secs": 0.1}),
+                                      other.create_topology())  # one watchdog per loop
+        spout.feed(["x"], msg_id="x")
+        await wait_until(lambda: spout.events)
+        await asyncio.sleep(0.1)
+    lines = [r.getMessage() for r in caplog.records if r.name == "engine.watchdog"]
+    assert len(lines) == 2, lines
+    assert "running 'block' task 2 execute() at " in lines[0]
+    assert lines[1].startswith("event loop ran again after 0.")
