@@ -1,23 +1,25 @@
 """The XOR ledger of an acker task (pure: no queue, no clock, no logging).
 
 Per pending spout tuple it keeps one dict entry ``root -> packed`` where ``packed`` holds
-``ack_val << 13 | failed << 12 | spout_task`` (spout task 0 = not yet known): two small
-ints and a dict slot, about 130 bytes per tree in CPython (Storm: about 20 in Java).
-``ack_val`` is the XOR of every edge id created and acked in the tree; zero means fully
-processed. Trees are never stored. Timeouts come from a ``TimerWheel``: a tree not complete
-``timeout`` after the acker first saw it fails.
+``ack_val << 13 | failed << 12 | spout_task`` (spout task 0 = not yet known): an int and
+a dict slot, about 80 bytes per pending tree in CPython (Storm: about 20 in Java), and
+nothing once the tree is decided. ``ack_val`` is the XOR of every edge id created and acked
+in the tree; zero means fully processed. Trees are never stored. A tree not complete
+``timeout`` after the acker first saw it fails: the same dict, in insertion order, is the
+timer queue (``Deadlines``).
 
 Prior art: Storm's ``Acker.java``. As there, any message may arrive before the INIT
-(it is created on first sight), and a tree is only decided once its spout task is known.
-Unlike there, expiry sends a FAIL (Storm's spout executor keeps a second timer for that).
+(it is created on first sight), a tree is only decided once its spout task is known, and
+a RESET restarts the timeout. Unlike there, expiry sends a FAIL (Storm's spout executor
+keeps a second timer for that).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
-from engine.timer_wheel import TimerWheel
+from engine.deadlines import Deadlines
 
 __all__ = ["ACK", "FAIL", "INIT", "RESET", "AckLedger"]
 
@@ -25,20 +27,20 @@ __all__ = ["ACK", "FAIL", "INIT", "RESET", "AckLedger"]
 # acks as {root: XOR of ack vals}. Outcomes out of it: (ACK | FAIL, spout_task, root).
 INIT, ACK, FAIL, RESET = 0, 1, 2, 3
 
-_VAL_SHIFT = 13
-_FAILED = 1 << 12
-_TASK_MASK = (1 << 12) - 1
+_VAL_SHIFT: Final = 13
+_FAILED: Final = 1 << 12
+_TASK_MASK: Final = (1 << 12) - 1
 
 
 class AckLedger:
     """Tracks pending trees by XOR; every tree is decided at most once."""
 
-    __slots__ = ("_pending", "_resets", "_unknown", "_wheel", "acked", "failed", "timed_out")
+    __slots__ = ("_deadlines", "_pending", "_unknown", "acked", "failed", "timed_out")
 
     def __init__(self, timeout_secs: float, now: float, tick: float | None = None) -> None:
-        self._pending: dict[int, int] = {}
-        self._resets: dict[int, float] = {}
-        self._wheel: TimerWheel[int] = TimerWheel(timeout_secs, now, tick)
+        # ``now`` is accepted for symmetry with the other entry points; nothing is due yet.
+        self._pending: dict[Any, Any] = {}
+        self._deadlines = Deadlines(timeout_secs, tick)
         # Entries whose spout task is unknown: messages that outlived their tree (or, in
         # principle, came before its INIT). Kept as Storm does, but not counted as pending.
         self._unknown = 0
@@ -48,12 +50,12 @@ class AckLedger:
 
     @property
     def tick(self) -> float:
-        """How often ``expire`` should be called (the wheel's tick, seconds)."""
-        return self._wheel.tick
+        """How often ``expire`` should be called (seconds)."""
+        return self._deadlines.tick
 
     def __len__(self) -> int:
         """Trees pending now (entries whose spout task is known)."""
-        return len(self._pending) - self._unknown
+        return len(self._pending) - self._unknown - self._deadlines.marks
 
     def __contains__(self, root: int) -> bool:
         return root in self._pending
@@ -92,14 +94,12 @@ class AckLedger:
         # code applies Python's int operations to them without first trying to unbox them.
         pending: dict[Any, Any] = self._pending
         out: list[tuple[int, int, int]] = []
-        timers = self._wheel.bucket(now)
+        self._deadlines.arrive(pending, now)  # roots first seen now time out from now
         for op in ops:
             kind, root = op[0], op[1]
             found = pending.get(root)
             new = found is None
-            if new:
-                # First sight of this root, possibly before its INIT (an ack raced it).
-                timers.append(root)
+            # First sight of a root may come before its INIT (an ack raced it).
             packed = found or 0
             if kind == INIT:
                 if not new:
@@ -113,22 +113,19 @@ class AckLedger:
                 packed |= _FAILED
             else:
                 self._unknown += new
+                pending.pop(root, None)  # out and in again: the timeout restarts now
                 pending[root] = packed
-                self._resets[root] = now
                 continue
             self._decide(root, packed, out)
         for root, val in acks.items():
             found = pending.get(root)
             if found is None:
-                timers.append(root)
                 pending[root] = val << _VAL_SHIFT  # acked before its INIT: keep the XOR
                 self._unknown += 1
                 continue
             packed = found ^ (val << _VAL_SHIFT)
             if 0 < packed < _FAILED:  # ack_val zero, spout task known, not failed
                 del pending[root]
-                if self._resets:
-                    self._resets.pop(root, None)
                 self.acked += 1
                 out.append((ACK, packed, root))
             elif packed & _FAILED and packed & _TASK_MASK:
@@ -137,12 +134,10 @@ class AckLedger:
                 pending[root] = packed
         return out
 
-    def _decide(self, root: int, packed: int, out: list[tuple[int, int, int]]) -> None:
-        task = packed & _TASK_MASK
+    def _decide(self, root: Any, packed: Any, out: list[tuple[int, int, int]]) -> None:
+        task: int = packed & _TASK_MASK
         if task and (packed >> _VAL_SHIFT == 0 or packed & _FAILED):
             self._pending.pop(root, None)
-            if self._resets:
-                self._resets.pop(root, None)
             if packed & _FAILED:
                 self.failed += 1
                 out.append((FAIL, task, root))
@@ -158,23 +153,16 @@ class AckLedger:
         A tree whose spout task never became known (acks that outlived their tree) is
         dropped silently.
         """
-        pending, resets = self._pending, self._resets
+        pending = self._pending
         out: list[tuple[int, int, int]] = []
-        for root in self._wheel.advance(now):
-            packed = pending.get(root)
-            if packed is None:
-                continue  # decided already: the lazy cancel
-            if resets:
-                reset_at = resets.pop(root, None)
-                if reset_at is not None:
-                    self._wheel.add(root, reset_at)
-                    continue
-            del pending[root]
-            task = packed & _TASK_MASK
+        for root in self._deadlines.due_keys(pending, now):
+            packed: Any = pending.pop(root)
+            task: int = packed & _TASK_MASK
             if not task:
                 self._unknown -= 1
             else:
                 self.timed_out += 1
                 self.failed += 1
                 out.append((FAIL, task, root))
+        self._pending = self._deadlines.trimmed(pending)
         return out

@@ -11,6 +11,7 @@ __all__ = [
     "TOPOLOGY_ACKER_EXECUTORS",
     "TOPOLOGY_DEBUG",
     "TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE",
+    "TOPOLOGY_LOOP_BLOCK_WARN_SECS",
     "TOPOLOGY_MAX_SPOUT_PENDING",
     "TOPOLOGY_MESSAGE_TIMEOUT_SECS",
     "TOPOLOGY_STATS_SAMPLE_RATE",
@@ -26,6 +27,8 @@ TOPOLOGY_TICK_TUPLE_FREQ_SECS = "topology.tick.tuple.freq.secs"
 TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE = "topology.executor.receive.buffer.size"
 TOPOLOGY_DEBUG = "topology.debug"
 TOPOLOGY_STATS_SAMPLE_RATE = "topology.stats.sample.rate"
+# Warn when one call holds the event loop longer than this (None: no watchdog).
+TOPOLOGY_LOOP_BLOCK_WARN_SECS = "topology.loop.block.warn.secs"
 
 DEFAULTS: dict[str, Any] = {
     TOPOLOGY_MESSAGE_TIMEOUT_SECS: 30,
@@ -36,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE: 64,
     TOPOLOGY_DEBUG: False,
     TOPOLOGY_STATS_SAMPLE_RATE: 0.05,
+    TOPOLOGY_LOOP_BLOCK_WARN_SECS: 1.0,
 }
 
 
@@ -82,6 +86,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
     TOPOLOGY_STATS_SAMPLE_RATE: (
         lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1,
         "a number from 0 to 1", False),
+    TOPOLOGY_LOOP_BLOCK_WARN_SECS: (_positive_number, "a number of seconds > 0 or None", True),
 }
 
 

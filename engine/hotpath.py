@@ -38,13 +38,13 @@ MODULES = (
     "engine.acker",
     "engine.acker_executor",
     "engine.collector",
+    "engine.deadlines",
     "engine.executor",
     "engine.grouping",
     "engine.outbox",
     "engine.queues",
     "engine.routing",
     "engine.stats",
-    "engine.timer_wheel",
     "engine.tuples",
 )
 

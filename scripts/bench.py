@@ -5,7 +5,7 @@
 1. the engine's word count (spout → split → count, fields grouping), ackers on and off;
 2. bytewax 0.21.1's word count (flat_map → stateful_map) on the same sentences;
 3. acker memory: bytes per pending tree at 1,000,000 pending (tracemalloc);
-4. the timer wheel: CPU to schedule and expire 1,000,000 trees, and through the engine,
+4. acker timeouts: CPU to schedule and expire 1,000,000 trees, and through the engine,
    how late each timed-out tree's fail lands;
 5. complete latency p50/p99 at half the measured maximum load.
 ``--plot`` adds a PNG of acked words/s against executors per bolt (1, 2, 4, 8).

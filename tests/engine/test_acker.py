@@ -9,7 +9,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from engine.acker import ACK, FAIL, AckLedger
+from engine.acker import ACK, FAIL, INIT, AckLedger
 
 
 def test_tree_completes_when_xor_returns_to_zero() -> None:
@@ -49,7 +49,7 @@ def test_timeout_fails_within_bound_and_reset_postpones() -> None:
         t += 0.01
         expired = ledger.expire(t)
     assert expired == [(FAIL, 1, 1)]
-    assert t < 0.05 + 1.0 + 3 * ledger.tick
+    assert t < 0.05 + 1.0 + 2 * ledger.tick
     later = []
     while not later:
         t += 0.01
@@ -70,6 +70,50 @@ def test_memory_per_pending_tree_is_small() -> None:
     tracemalloc.stop()
     assert len(ledger) == n
     assert used / n < 150, f"{used / n:.1f} bytes per pending tree"
+
+
+def test_decided_trees_hold_no_memory() -> None:
+    """Throughput x timeout costs nothing: only what is pending is held."""
+    rng = random.Random(2)
+    tracemalloc.start()
+    ledger = AckLedger(30, now=0.0)
+    before = tracemalloc.get_traced_memory()[0]
+    prev: dict[int, int] = {}
+    for i in range(400):  # 400 batches of 500 trees over 40 s, each acked in the next
+        now = i / 10
+        # signed 64-bit ids and edge vals, as the engine draws them
+        batch = [(INIT, rng.getrandbits(64) - (1 << 63), (rng.getrandbits(63) | 1) - (1 << 63), 1)
+                 for _ in range(500)]
+        ledger.apply(batch, prev, now)
+        prev = {op[1]: op[2] for op in batch}
+        ledger.expire(now)
+    del batch
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert len(ledger) == 500 and ledger.acked == 199_500
+    # 500 pending trees plus their acks in ``prev``; 200,000 decided trees held none.
+    assert held < 1_000_000, f"{held} bytes held"
+
+
+def test_late_messages_expire_silently_and_are_not_pending() -> None:
+    ledger = AckLedger(1.0, now=0.0)
+    assert ledger.init(7, 5, 1, now=0.0) is None
+    assert ledger.ack(7, 5, now=0.1) == (ACK, 1)
+    assert ledger.ack(7, 9, now=0.2) is None  # outlived its tree
+    assert ledger.fail(8, now=0.2) is None  # a fail whose INIT never comes
+    assert len(ledger) == 0 and 7 in ledger and 8 in ledger
+    assert ledger.expire(1.5) == []
+    assert 7 not in ledger and 8 not in ledger and ledger.timed_out == 0
+
+
+def test_expiry_order_follows_first_sight_and_resets() -> None:
+    ledger = AckLedger(1.0, now=0.0, tick=0.1)
+    for root in (1, 2, 3):
+        ledger.init(root, 1, 4, now=root / 10)
+    ledger.reset(1, now=0.55)
+    assert ledger.expire(1.35) == [(FAIL, 4, 2), (FAIL, 4, 3)]
+    assert ledger.expire(1.5) == []
+    assert ledger.expire(1.56) == [(FAIL, 4, 1)]
 
 
 class LedgerMachine(RuleBasedStateMachine):

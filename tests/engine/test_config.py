@@ -21,6 +21,9 @@ def test_setters_use_storm_keys() -> None:
                     "topology.max.spout.pending": 100, "topology.debug": True}
     merged = validate_config(conf)
     assert merged["topology.tick.tuple.freq.secs"] is None
+    assert merged["topology.loop.block.warn.secs"] == 1.0
+    assert validate_config({"topology.loop.block.warn.secs": None})[
+        "topology.loop.block.warn.secs"] is None
 
 
 @pytest.mark.parametrize(("key", "value", "valid"), [
@@ -32,6 +35,8 @@ def test_setters_use_storm_keys() -> None:
     ("topology.tick.tuple.freq.secs", -1, "a number of seconds > 0 or None"),
     ("topology.executor.receive.buffer.size", 0, "an int >= 1"),
     ("topology.debug", "yes", "True or False"),
+    ("topology.loop.block.warn.secs", 0, "a number of seconds > 0 or None"),
+    ("topology.loop.block.warn.secs", True, "a number of seconds > 0 or None"),
 ])
 async def test_bad_values_raise_at_submit(key: str, value: Any, valid: str) -> None:
     b = TopologyBuilder()
