@@ -11,6 +11,7 @@ tuple with an ``"error"`` ``FailReason``. (The ackers' executor is ``engine.acke
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,8 @@ from engine.acker import ACK
 from engine.collector import OutputCollector, SpoutOutputCollector
 from engine.context import TopologyContext
 from engine.failure import FailReason, FailReasons, error_reason
+from engine.flow_control import FlowLimit
+from engine.log_throttle import IntervalWarning
 from engine.outbox import Outbox
 from engine.queues import BatchQueue
 from engine.stats import LatencyReservoir, TaskStats
@@ -30,6 +33,8 @@ _UNKNOWN_REASON = FailReason("explicit", "failed (reason not kept)")
 
 __all__ = ["BoltExecutor", "BoltTask", "SpoutExecutor", "SpoutTask"]
 
+log = logging.getLogger("engine")
+
 # A spout round ends after this many next_tuple calls or emitted tuples, whichever comes
 # first: batches of about a hundred keep a round's tuples in cache (measured: rounds of a
 # thousand sentences ran the word count at half the speed).
@@ -37,6 +42,8 @@ SPOUT_ROUND = 100
 IDLE_MIN_SECS = 0.0005
 IDLE_MAX_SECS = 0.01
 YIELD_EVERY_BATCHES = 8
+# An async bolt's batch running longer than this hands its acker messages on mid-batch.
+ACK_FLUSH_SECS = 0.005
 
 
 @dataclass(eq=False)
@@ -49,6 +56,8 @@ class SpoutTask:
     collector: SpoutOutputCollector
     stats: TaskStats
     pending: dict[int, Any]
+    flow: FlowLimit | None = None
+    """The adaptive limit on this task's trees in flight (None: only the hard cap)."""
     next_tuple: tuple[Callable[..., Any], bool] = field(init=False)
     ack: tuple[Callable[..., Any], bool] = field(init=False)
     fail: tuple[Callable[..., Any], bool] = field(init=False)
@@ -77,7 +86,14 @@ class BoltTask:
 
 
 class SpoutExecutor:
-    """Runs the tasks of one spout executor; ``active`` gates ``next_tuple``."""
+    """Runs the tasks of one spout executor; ``active`` gates ``next_tuple``.
+
+    The user methods of one task never run at the same time, with one exception: while
+    an async ``next_tuple`` is suspended at an ``await`` (say, on its own input queue),
+    the task's ``ack`` and ``fail`` are called for the outcomes that arrive, so that a
+    source waiting for input does not hold back what already completed. Sync methods are
+    never interleaved with anything, and ``ack``/``fail`` never with each other.
+    """
 
     def __init__(self, component: str, tasks: list[SpoutTask], queue: BatchQueue,
                  outbox: Outbox, max_pending: int | None, clock: Callable[[], float],
@@ -92,10 +108,25 @@ class SpoutExecutor:
         self._clock = clock
         self._latency = latency
         self._reasons = FailReasons() if reasons is None else reasons
+        self._cuts = IntervalWarning(log)
+        self._in_call = False
+        self._pump: asyncio.Task[None] | None = None
 
     def pending(self) -> int:
         """Tracked trees emitted by these tasks and not yet acked or failed."""
         return sum(len(t.pending) for t in self.tasks)
+
+    def in_flight_limit(self) -> int | None:
+        """The limit on trees in flight in force, summed over the tasks (None: no limit)."""
+        total = 0
+        for task in self.tasks:
+            if task.flow is not None:
+                total += task.flow.limit
+            elif self.max_pending is not None:
+                total += self.max_pending
+            else:
+                return None
+        return total
 
     async def run(self) -> None:
         """Loop until cancelled: outcomes in, tuples out, back off when idle."""
@@ -122,18 +153,23 @@ class SpoutExecutor:
                 idle = min(idle * 2, IDLE_MAX_SECS)
 
     async def _round(self, task: SpoutTask) -> int:
-        coll, max_pending, pending = task.collector, self.max_pending, task.pending
+        coll, pending, flow = task.collector, task.pending, task.flow
+        cap = flow.limit if flow is not None else self.max_pending
         next_tuple, is_async = task.next_tuple
         start = coll.emit_count
+        limited = False
         # An async next_tuple may wait on its input: one call per round, so what it emitted
-        # is flushed and acks are drained before the next call can wait.
+        # is flushed before the next call can wait.
         for _ in range(1 if is_async else SPOUT_ROUND):
-            if not self.active or (max_pending is not None and len(pending) >= max_pending):
+            if not self.active:
+                break
+            if cap is not None and len(pending) >= cap:
+                limited = True
                 break
             before = coll.emit_count
             try:
                 if is_async:
-                    await next_tuple()
+                    await self._next_async(next_tuple)
                 else:
                     next_tuple()
             except BaseException as exc:
@@ -143,12 +179,49 @@ class SpoutExecutor:
                 break
             if coll.emit_count == before or coll.emit_count - start >= SPOUT_ROUND:
                 break
+        if flow is not None:
+            flow.limited = limited
         if coll.immediate_acks:
             acks, coll.immediate_acks = coll.immediate_acks, []
             for msg_id in acks:
                 task.stats.acked += 1
                 await self._user(task, task.ack, msg_id)
         return coll.emit_count - start
+
+    async def _next_async(self, next_tuple: Callable[..., Any]) -> None:
+        """Await an async ``next_tuple``; should it suspend, deliver outcomes meanwhile.
+
+        A call that completes without suspending costs one scheduled callback, cancelled
+        unrun; one that suspends starts ``_deliver`` on the loop's next turn.
+        """
+        loop = asyncio.get_running_loop()
+        self._in_call = True
+        handle = loop.call_soon(self._start_delivering)
+        try:
+            await next_tuple()
+        finally:
+            self._in_call = False
+            handle.cancel()
+            pump, self._pump = self._pump, None
+            if pump is not None:
+                self.queue.wake()
+                await pump  # it ends at its next wake; cancelling this cancels it too
+
+    def _start_delivering(self) -> None:
+        if self._in_call and self._pump is None:
+            self._pump = asyncio.get_running_loop().create_task(self._deliver())
+
+    async def _deliver(self) -> None:
+        """While ``next_tuple`` is suspended: handle outcomes, flush what was emitted."""
+        inbox, outbox = self.queue, self.outbox
+        while self._in_call:
+            await inbox.wait(IDLE_MAX_SECS)
+            item = inbox.get_nowait()
+            while item is not None:
+                await self._on_outcomes(item)
+                item = inbox.get_nowait()
+            if self._in_call:
+                await outbox.flush_polling(inbox, self._on_outcomes)
 
     async def _on_outcomes(self, outcomes: list[tuple[int, int, int]]) -> None:
         by_id = self.by_id
@@ -160,18 +233,27 @@ class SpoutExecutor:
             msg_id = task.pending.pop(root, None)
             if msg_id is None:
                 continue  # decided already, or emitted before a restart of this task
+            flow = task.flow
             started = task.collector.started
             if started:
                 t0 = started.pop(root, None)
                 if t0 is not None and kind == ACK:
-                    self._latency.add(self._clock() - t0)
+                    now = self._clock()
+                    self._latency.add(now - t0)
+                    if flow is not None and flow.latency(t0, now, len(task.pending) + 1):
+                        self._cut(task, flow, f"complete latency {now - t0:.3f} s")
             if kind == ACK:
                 task.stats.acked += 1
+                if flow is not None and flow.limited:
+                    flow.acked(1)
                 await self._user(task, task.ack, msg_id)
                 continue
             if reason is None:
                 reason = _UNKNOWN_REASON
             task.stats.count_fail(reason.kind)
+            if (flow is not None and reason.kind == "timeout"
+                    and flow.timed_out(self._clock(), len(task.pending) + 1)):
+                self._cut(task, flow, "a tree timed out")
             fn, is_async = task.fail
             try:
                 result = fn(msg_id, reason=reason) if task.fail_takes_reason else fn(msg_id)
@@ -181,6 +263,12 @@ class SpoutExecutor:
                 if not is_user_error(exc):
                     raise
                 task.collector.report_error(exc)
+
+    def _cut(self, task: SpoutTask, flow: FlowLimit, why: str) -> None:
+        self._cuts.warn(f"spout {self.component!r}",
+                        "flow control cut task %d's limit on trees in flight to %d (%s; "
+                        "target %.3f s)", task.task_id, flow.limit, why, flow.target(),
+                        now=self._clock())
 
     @staticmethod
     async def _user(task: SpoutTask, user: tuple[Callable[..., Any], bool],
@@ -217,7 +305,7 @@ class BoltExecutor:
             batch = await queue.get()
             outbox.busy = True
             if single is not None:
-                await self._execute(single, batch)
+                await self._execute(single, batch, outbox)
             else:
                 for tup in batch:
                     await self._execute(self.by_id[tup.dest], (tup,))
@@ -229,16 +317,30 @@ class BoltExecutor:
                 await asyncio.sleep(0)
 
     @staticmethod
-    async def _execute(task: BoltTask, batch: list[Tuple] | tuple[Tuple, ...]) -> None:
+    async def _execute(task: BoltTask, batch: list[Tuple] | tuple[Tuple, ...],
+                       outbox: Outbox | None = None) -> None:
         execute, is_async = task.execute
         coll = task.collector
         task.stats.executed += len(batch)
         if is_async:
-            for tup in batch:
+            loop = asyncio.get_running_loop()
+            flushed = loop.time()
+            if isinstance(batch, list):  # let go of each tuple once executed (big tuples)
+                batch.reverse()
+                todo: list[Tuple] = batch
+            else:
+                todo = list(reversed(batch))
+            while todo:
+                tup = todo.pop()
                 try:
                     await execute(tup)
                 except BaseException as exc:
                     _failed(coll, tup, exc)
+                # A slow async batch passes its acks on as it goes (the acker runs while
+                # execute awaits): complete latency then measures the work, not the batch.
+                if outbox is not None and loop.time() - flushed >= ACK_FLUSH_SECS:
+                    flushed = loop.time()
+                    outbox.flush_acker_messages()
         else:
             for tup in batch:
                 try:

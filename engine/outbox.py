@@ -128,7 +128,7 @@ class Outbox:
         bufs, self.bufs = self.bufs, {}
         for ex, buf in bufs.items():
             queue = self.queues[ex]
-            while queue.full():
+            while not queue.fits(len(buf)):
                 if await inbox.wait(BACKPRESSURE_POLL_SECS):
                     item = inbox.get_nowait()
                     while item is not None:

@@ -19,9 +19,11 @@ from engine.clock import Clock, loop_clock
 from engine.collector import OutputCollector, SpoutOutputCollector
 from engine.components import BasicBolt
 from engine.config import (
+    TOPOLOGY_ACKER_EXECUTORS,
     TOPOLOGY_DEBUG,
     TOPOLOGY_MAX_SPOUT_PENDING,
     TOPOLOGY_MESSAGE_TIMEOUT_SECS,
+    TOPOLOGY_SPOUT_FLOW_CONTROL,
     TOPOLOGY_STATS_SAMPLE_RATE,
     TOPOLOGY_TICK_TUPLE_FREQ_SECS,
     validate_config,
@@ -30,6 +32,7 @@ from engine.context import TopologyContext
 from engine.errors import TopologyError
 from engine.executor import BoltExecutor, BoltTask, SpoutExecutor, SpoutTask
 from engine.failure import FailReasons
+from engine.flow_control import FlowLimit
 from engine.outbox import Outbox
 from engine.queues import BatchQueue
 from engine.routing import routes_for
@@ -114,7 +117,8 @@ class RunningTopology:
                 pending: dict[int, Any] = {}
                 coll = SpoutOutputCollector(d.id, task_id, routes, outbox, stats, debug,
                                             pending, sample_every, self.clock)
-                spout_tasks.append(SpoutTask(task_id, obj, context, coll, stats, pending))
+                spout_tasks.append(SpoutTask(task_id, obj, context, coll, stats, pending,
+                                             self._flow_limit(conf)))
             else:
                 if isinstance(obj, BasicBolt):
                     obj = adapt_basic_bolt(obj)
@@ -128,6 +132,13 @@ class RunningTopology:
                 self.clock, self.latency, self.reasons))
         else:
             self.bolt_executors.append(BoltExecutor(d.id, bolt_tasks, queue, outbox))
+
+    def _flow_limit(self, conf: dict[str, Any]) -> FlowLimit | None:
+        """A spout task's adaptive limit, or None (flow control off, or no ackers)."""
+        if not conf[TOPOLOGY_SPOUT_FLOW_CONTROL] or not self.conf[TOPOLOGY_ACKER_EXECUTORS]:
+            return None
+        return FlowLimit(conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS], conf[TOPOLOGY_MAX_SPOUT_PENDING],
+                         now=self.clock())
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -218,7 +229,7 @@ class RunningTopology:
 
     def stats(self) -> dict[str, Any]:
         """Counters per component, pending trees, complete latency and queue figures."""
-        components = {}
+        components: dict[str, dict[str, Any]] = {}
         spouts = {d.id for d in self.topology.spouts()}
         for cid, per_task in self.task_stats.items():
             spout = cid in spouts
@@ -227,6 +238,11 @@ class RunningTopology:
                 for key, value in stats.as_dict(spout).items():
                     totals[key] += value
             components[cid] = totals
+        for sex in self.spout_executors:  # the limit in force, per spout component
+            limit = sex.in_flight_limit()
+            entry = components[sex.component]
+            prev = entry.get("in_flight_limit", 0)
+            entry["in_flight_limit"] = None if limit is None or prev is None else prev + limit
         if self.ackers:  # trees decided: the ledgers count them
             components["__acker"]["acked"] = sum(a.ledger.acked for a in self.ackers)
             components["__acker"]["failed"] = sum(a.ledger.failed for a in self.ackers)
