@@ -1,9 +1,11 @@
 """Executors: the coroutines that run tasks. This is where the engine awaits.
 
 A ``SpoutExecutor`` loops: drain acks and fails from its inbox, call ``next_tuple`` on each
-task (up to ``SPOUT_ROUND`` times, never past ``topology.max.spout.pending``), flush the
-emitted batches, then yield, or wait on the inbox with a growing back-off when nothing
-was emitted. A ``BoltExecutor`` takes a batch, executes every tuple, flushes. User code
+task (up to ``SPOUT_ROUND`` times, never past the task's in-flight limit: flow control's
+``FlowLimit``, capped by ``topology.max.spout.pending``), flush the emitted batches, then
+yield, or wait on the inbox with a growing back-off when nothing was emitted. Outcomes are
+also delivered while an async ``next_tuple`` is suspended. A ``BoltExecutor`` takes a
+batch, executes every tuple, flushes. User code
 is called through ``engine.usercall``'s policy; an exception out of ``execute`` fails its
 tuple with an ``"error"`` ``FailReason``. (The ackers' executor is ``engine.acker_executor``.)
 """

@@ -15,7 +15,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.components import Spout
-from engine.config import TOPOLOGY_ACKER_EXECUTORS, TOPOLOGY_MAX_SPOUT_PENDING
+from engine.config import (
+    TOPOLOGY_ACKER_EXECUTORS,
+    TOPOLOGY_MAX_SPOUT_PENDING,
+    TOPOLOGY_SPOUT_FLOW_CONTROL,
+)
 from engine.errors import ConfigError
 from engine.transactional.attempt import AttemptIds, TransactionAttempt
 from engine.transactional.coordinated import BATCH_STREAM, COMMIT_STREAM
@@ -41,6 +45,10 @@ class CoordinatorSpout(Spout):
     def __init__(self, spout: TransactionalSpout, transactional_id: str) -> None:
         self.spout = spout
         self.transactional_id = transactional_id
+
+    def component_configuration(self) -> dict[str, Any] | None:
+        """No flow control: ``max.spout.pending`` counts transactions here, not trees."""
+        return {TOPOLOGY_SPOUT_FLOW_CONTROL: False}
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(["tx", "meta", "committed"], stream=BATCH_STREAM)
