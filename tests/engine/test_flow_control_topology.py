@@ -119,3 +119,19 @@ async def test_flow_control_off_reports_the_cap_as_the_limit() -> None:
     stats, _ = await overloaded(1, topology_spout_flow_control=False,
                                    topology_max_spout_pending=300)
     assert stats["components"]["s"]["in_flight_limit"] == 300
+
+
+async def test_the_limit_in_stats_is_summed_over_the_spout_tasks() -> None:
+    b = TopologyBuilder()
+    b.set_spout("s", ReplaySpout(), 2)
+    b.set_bolt("slow", SlowBolt([])).shuffle_grouping("s")
+    off = Config({"topology.spout.flow.control": False, "topology.max.spout.pending": 7})
+    on = Config({"topology.max.spout.pending": 7})
+    none = Config({"topology.spout.flow.control": False})
+    async with LocalCluster() as cluster:
+        for name, c in (("off", off), ("on", on), ("none", none)):
+            await cluster.submit_topology(name, c, b.create_topology())
+        await asyncio.sleep(0.1)
+        limits = {n: cluster.stats(n)["components"]["s"]["in_flight_limit"]
+                  for n in ("off", "on", "none")}
+    assert limits == {"off": 14, "on": 14, "none": None}
