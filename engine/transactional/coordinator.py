@@ -12,6 +12,7 @@ so a replay, in this process or after a restart, emits the same metadata.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from engine.components import Spout
@@ -71,22 +72,27 @@ class CoordinatorSpout(Spout):
         self._close = awaitable(coordinator, "close", optional=True)
         max_active = conf.get(TOPOLOGY_MAX_SPOUT_PENDING) or 1
         self.ledger = TransactionLedger(self._state.next_txid(), max_active, AttemptIds().next)
+        # Acks and fails may arrive while next_tuple awaits the coordinator: one at a time.
+        self._turn = asyncio.Lock()
 
     async def next_tuple(self) -> None:
         """Emit a due commit and start what the window allows."""
-        await self._sync()
+        async with self._turn:
+            await self._sync()
 
     async def ack(self, msg_id: tuple[str, TransactionAttempt]) -> None:
         """A batch tree (now PROCESSED) or a commit tree (now committed and persisted)."""
         attempt = msg_id[1]
-        if self.ledger.ack(attempt) is AckOutcome.COMMITTED:
-            self._state.commit(attempt.transaction_id)
-        await self._sync()
+        async with self._turn:
+            if self.ledger.ack(attempt) is AckOutcome.COMMITTED:
+                self._state.commit(attempt.transaction_id)
+            await self._sync()
 
     async def fail(self, msg_id: tuple[str, TransactionAttempt]) -> None:
         """Drop the attempt and every later live transaction; restart them in order."""
-        self.ledger.fail(msg_id[1])
-        await self._sync()
+        async with self._turn:
+            self.ledger.fail(msg_id[1])
+            await self._sync()
 
     async def close(self) -> None:
         """Close the spout's coordinator half and the state."""
