@@ -23,7 +23,8 @@ loss, with delay as the signal):
   the smallest latency seen lately where the work itself is slow (a bolt whose every
   call takes seconds is not a queue), and never above half the timeout.
 - One cut per round trip: a signal from a tree emitted before the last cut says nothing
-  about the new limit and is ignored.
+  about the new limit and is ignored. So is a latency beyond the timeout: only a tree kept
+  alive by ``reset_timeout`` gets there, and its user chose that.
 - ``topology.max.spout.pending`` stays a hard cap: the limit never exceeds it.
 
 Cost when nothing is overloaded: one integer comparison per ``next_tuple`` call (as the
@@ -105,8 +106,8 @@ class FlowLimit:
             self._floor_prev, self._floor, self._floor_start = self._floor, seconds, now
         elif seconds < self._floor:
             self._floor = seconds
-        if started < self._cut_at:
-            return False
+        if started < self._cut_at or seconds > self.timeout:
+            return False  # old news, or a tree kept alive by reset_timeout: not a queue
         target = self.target()
         if seconds <= target:
             if seconds > target * 0.5 and self._value < self._ssthresh:

@@ -106,3 +106,9 @@ def test_never_below_the_minimum() -> None:
     for i in range(50):
         flow.timed_out(10.0 + 3 * i, 0)
     assert flow.limit == MIN_LIMIT
+
+
+def test_a_tree_kept_alive_past_the_timeout_is_not_a_queue() -> None:
+    flow = FlowLimit(30)
+    assert not flow.latency(0.0, 54.0, 10)  # reset_timeout kept it going for 54 s
+    assert flow.cuts == 0 and flow.limit == INITIAL_LIMIT
