@@ -199,15 +199,24 @@ class SpoutExecutor:
         loop = asyncio.get_running_loop()
         self._in_call = True
         handle = loop.call_soon(self._start_delivering)
+        # Not ``finally``: awaiting the pump while an exception is being handled would
+        # leave it as the context of unrelated exceptions (seen with compiled coroutines).
+        error: BaseException | None = None
         try:
             await next_tuple()
-        finally:
-            self._in_call = False
-            handle.cancel()
-            pump, self._pump = self._pump, None
-            if pump is not None:
-                self.queue.wake()
-                await pump  # it ends at its next wake; cancelling this cancels it too
+        except BaseException as exc:
+            error = exc
+        self._in_call = False
+        handle.cancel()
+        pump, self._pump = self._pump, None
+        if pump is not None:
+            self.queue.wake()
+            if error is not None and not is_user_error(error):
+                pump.cancel()  # the engine is stopping
+            else:
+                await pump  # it ends at its next wake, after any ack it is running
+        if error is not None:
+            raise error
 
     def _start_delivering(self) -> None:
         if self._in_call and self._pump is None:
