@@ -4,6 +4,7 @@ on virtual time."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 import pytest
@@ -115,3 +116,18 @@ async def test_kill_while_next_tuple_waits_stops_cleanly() -> None:
         await asyncio.sleep(1)
         await asyncio.wait_for(cluster.kill_topology("t"), 5)
     assert spout.events == []
+
+
+async def test_a_killed_waiting_next_tuple_leaves_no_exception_being_handled() -> None:
+    spout = QueueSpout()
+    spout.inbox = asyncio.Queue()
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("t", {}, topology(spout, Acker()))
+        await asyncio.sleep(0.5)
+    await asyncio.sleep(0.1)
+    # Otherwise it becomes the __context__ of every later exception on this thread.
+    assert sys.exc_info() == (None, None, None)
+    try:
+        raise ValueError("fresh")
+    except ValueError as exc:
+        assert exc.__context__ is None
