@@ -44,8 +44,11 @@ class Spout(Component):
     def next_tuple(self) -> Any:
         """Emit zero or more tuples; emitting none makes the executor back off briefly.
 
-        Return promptly: while it runs, acks, fails and timeouts wait for this task. An
-        ``async`` one that waits for input should bound the wait (say 0.1 s).
+        A ``def`` one should return promptly: while it runs, acks, fails and timeouts wait
+        for this task. An ``async`` one may wait for input: while it is suspended at an
+        ``await``, this task's ``ack`` and ``fail`` are called for the outcomes that arrive
+        (never two of those at once), so state they share with ``next_tuple`` across an
+        ``await`` needs guarding (an ``asyncio.Lock``, say). No other user methods overlap.
         """
 
     def ack(self, msg_id: Any) -> Any:

@@ -24,6 +24,7 @@ __all__ = [
     "TOPOLOGY_MAX_SPOUT_PENDING",
     "TOPOLOGY_MESSAGE_TIMEOUT_SECS",
     "TOPOLOGY_NAME",
+    "TOPOLOGY_SPOUT_FLOW_CONTROL",
     "TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS",
     "TOPOLOGY_STATE_DIR",
     "TOPOLOGY_STATS_SAMPLE_RATE",
@@ -39,6 +40,8 @@ TOPOLOGY_MAX_SPOUT_PENDING = "topology.max.spout.pending"
 TOPOLOGY_TICK_TUPLE_FREQ_SECS = "topology.tick.tuple.freq.secs"
 TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE = "topology.executor.receive.buffer.size"
 TOPOLOGY_DEBUG = "topology.debug"
+# Adapt each spout task's limit on trees in flight to the complete latency.
+TOPOLOGY_SPOUT_FLOW_CONTROL = "topology.spout.flow.control"
 TOPOLOGY_STATS_SAMPLE_RATE = "topology.stats.sample.rate"
 # Warn when one call holds the event loop longer than this (None: no watchdog).
 TOPOLOGY_LOOP_BLOCK_WARN_SECS = "topology.loop.block.warn.secs"
@@ -53,8 +56,9 @@ DEFAULTS: dict[str, Any] = {
     TOPOLOGY_ACKER_EXECUTORS: 1,
     TOPOLOGY_MAX_SPOUT_PENDING: None,
     TOPOLOGY_TICK_TUPLE_FREQ_SECS: None,
-    # Counted in batches (one queue item carries up to a few hundred tuples).
-    TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE: 64,
+    # Counted in tuples (a batch larger than this still enters an empty queue).
+    TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE: 4096,
+    TOPOLOGY_SPOUT_FLOW_CONTROL: True,
     TOPOLOGY_DEBUG: False,
     TOPOLOGY_STATS_SAMPLE_RATE: 0.05,
     TOPOLOGY_LOOP_BLOCK_WARN_SECS: 1.0,
@@ -108,6 +112,8 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
     TOPOLOGY_TICK_TUPLE_FREQ_SECS: (_positive_number, "a number of seconds > 0 or None", True),
     TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE: (_int_at_least(1), "an int >= 1", False),
     TOPOLOGY_DEBUG: (lambda v: isinstance(v, bool), "true or false (or 1 or 0)", False),
+    TOPOLOGY_SPOUT_FLOW_CONTROL: (lambda v: isinstance(v, bool), "true or false (or 1 or 0)",
+                                  False),
     TOPOLOGY_STATS_SAMPLE_RATE: (
         lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1,
         "a number from 0 to 1", False),
@@ -122,7 +128,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
 }
 
 # Keys whose value is a bool; text and 0/1 are turned into one before the checks.
-_BOOLEANS = frozenset({TOPOLOGY_DEBUG})
+_BOOLEANS = frozenset({TOPOLOGY_DEBUG, TOPOLOGY_SPOUT_FLOW_CONTROL})
 
 
 def known_keys() -> frozenset[str]:

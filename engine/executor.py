@@ -1,9 +1,11 @@
 """Executors: the coroutines that run tasks. This is where the engine awaits.
 
 A ``SpoutExecutor`` loops: drain acks and fails from its inbox, call ``next_tuple`` on each
-task (up to ``SPOUT_ROUND`` times, never past ``topology.max.spout.pending``), flush the
-emitted batches, then yield, or wait on the inbox with a growing back-off when nothing
-was emitted. A ``BoltExecutor`` takes a batch, executes every tuple, flushes. User code
+task (up to ``SPOUT_ROUND`` times, never past the task's in-flight limit: flow control's
+``FlowLimit``, capped by ``topology.max.spout.pending``), flush the emitted batches, then
+yield, or wait on the inbox with a growing back-off when nothing was emitted. Outcomes are
+also delivered while an async ``next_tuple`` is suspended. A ``BoltExecutor`` takes a
+batch, executes every tuple, flushes. User code
 is called through ``engine.usercall``'s policy; an exception out of ``execute`` fails its
 tuple with an ``"error"`` ``FailReason``. (The ackers' executor is ``engine.acker_executor``.)
 """
@@ -11,6 +13,7 @@ tuple with an ``"error"`` ``FailReason``. (The ackers' executor is ``engine.acke
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +22,8 @@ from engine.acker import ACK
 from engine.collector import OutputCollector, SpoutOutputCollector
 from engine.context import TopologyContext
 from engine.failure import FailReason, FailReasons, error_reason
+from engine.flow_control import FlowLimit
+from engine.log_throttle import IntervalWarning
 from engine.outbox import BACKPRESSURE_POLL_SECS, Outbox
 from engine.queues import BatchQueue
 from engine.stats import BatchTimes, LatencyReservoir, TaskStats
@@ -31,6 +36,8 @@ _UNKNOWN_REASON = FailReason("explicit", "failed (reason not kept)")
 
 __all__ = ["BoltExecutor", "BoltTask", "SpoutExecutor", "SpoutTask"]
 
+log = logging.getLogger("engine")
+
 # A spout round ends after this many next_tuple calls or emitted tuples, whichever comes
 # first: batches of about a hundred keep a round's tuples in cache (measured: rounds of a
 # thousand sentences ran the word count at half the speed).
@@ -38,6 +45,8 @@ SPOUT_ROUND = 100
 IDLE_MIN_SECS = 0.0005
 IDLE_MAX_SECS = 0.01
 YIELD_EVERY_BATCHES = 8
+# An async bolt's batch running longer than this hands its acker messages on mid-batch.
+ACK_FLUSH_SECS = 0.005
 
 
 @dataclass(eq=False)
@@ -50,6 +59,8 @@ class SpoutTask:
     collector: SpoutOutputCollector
     stats: TaskStats
     pending: dict[int, Any]
+    flow: FlowLimit | None = None
+    """The adaptive limit on this task's trees in flight (None: only the hard cap)."""
     next_tuple: tuple[Callable[..., Any], bool] = field(init=False)
     ack: tuple[Callable[..., Any], bool] = field(init=False)
     fail: tuple[Callable[..., Any], bool] = field(init=False)
@@ -86,7 +97,14 @@ class BoltTask:
 
 
 class SpoutExecutor:
-    """Runs the tasks of one spout executor; ``active`` gates ``next_tuple``."""
+    """Runs the tasks of one spout executor; ``active`` gates ``next_tuple``.
+
+    The user methods of one task never run at the same time, with one exception: while
+    an async ``next_tuple`` is suspended at an ``await`` (say, on its own input queue),
+    the task's ``ack`` and ``fail`` are called for the outcomes that arrive, so that a
+    source waiting for input does not hold back what already completed. Sync methods are
+    never interleaved with anything, and ``ack``/``fail`` never with each other.
+    """
 
     def __init__(self, component: str, tasks: list[SpoutTask], queue: BatchQueue,
                  outbox: Outbox, max_pending: int | None, clock: Callable[[], float],
@@ -102,10 +120,25 @@ class SpoutExecutor:
         self._latency = latency
         self._reasons = FailReasons() if reasons is None else reasons
         self._marker = CurrentCall()
+        self._cuts = IntervalWarning(log)
+        self._in_call = False
+        self._pump: asyncio.Task[None] | None = None
 
     def pending(self) -> int:
         """Tracked trees emitted by these tasks and not yet acked or failed."""
         return sum(len(t.pending) for t in self.tasks)
+
+    def in_flight_limit(self) -> int | None:
+        """The limit on trees in flight in force, summed over the tasks (None: no limit)."""
+        total = 0
+        for task in self.tasks:
+            if task.flow is not None:
+                total += task.flow.limit
+            elif self.max_pending is not None:
+                total += self.max_pending
+            else:
+                return None
+        return total
 
     async def run(self) -> None:
         """Loop until cancelled: outcomes in, tuples out, back off when idle."""
@@ -135,18 +168,23 @@ class SpoutExecutor:
                 idle = min(idle * 2, IDLE_MAX_SECS)
 
     async def _round(self, task: SpoutTask) -> int:
-        coll, max_pending, pending = task.collector, self.max_pending, task.pending
+        coll, pending, flow = task.collector, task.pending, task.flow
+        cap = flow.limit if flow is not None else self.max_pending
         next_tuple, is_async = task.next_tuple
         start = coll.emit_count
+        limited = False
         # An async next_tuple may wait on its input: one call per round, so what it emitted
-        # is flushed and acks are drained before the next call can wait.
+        # is flushed before the next call can wait.
         for _ in range(1 if is_async else SPOUT_ROUND):
-            if not self.active or (max_pending is not None and len(pending) >= max_pending):
+            if not self.active:
+                break
+            if cap is not None and len(pending) >= cap:
+                limited = True
                 break
             before = coll.emit_count
             try:
                 if is_async:
-                    await next_tuple()
+                    await self._next_async(next_tuple)
                 else:
                     next_tuple()
             except BaseException as exc:
@@ -156,12 +194,58 @@ class SpoutExecutor:
                 break
             if coll.emit_count == before or coll.emit_count - start >= SPOUT_ROUND:
                 break
+        if flow is not None:
+            flow.limited = limited
         if coll.immediate_acks:
             acks, coll.immediate_acks = coll.immediate_acks, []
             for msg_id in acks:
                 task.stats.acked += 1
                 await self._user(task, task.ack, msg_id)
         return coll.emit_count - start
+
+    async def _next_async(self, next_tuple: Callable[..., Any]) -> None:
+        """Await an async ``next_tuple``; should it suspend, deliver outcomes meanwhile.
+
+        A call that completes without suspending costs one scheduled callback, cancelled
+        unrun; one that suspends starts ``_deliver`` on the loop's next turn.
+        """
+        loop = asyncio.get_running_loop()
+        self._in_call = True
+        handle = loop.call_soon(self._start_delivering)
+        # Not ``finally``: awaiting the pump while an exception is being handled would
+        # leave it as the context of unrelated exceptions (seen with compiled coroutines).
+        error: BaseException | None = None
+        try:
+            await next_tuple()
+        except BaseException as exc:
+            error = exc
+        self._in_call = False
+        handle.cancel()
+        pump, self._pump = self._pump, None
+        if pump is not None:
+            self.queue.wake()
+            if error is not None and not is_user_error(error):
+                pump.cancel()  # the engine is stopping
+            else:
+                await pump  # it ends at its next wake, after any ack it is running
+        if error is not None:
+            raise error
+
+    def _start_delivering(self) -> None:
+        if self._in_call and self._pump is None:
+            self._pump = asyncio.get_running_loop().create_task(self._deliver())
+
+    async def _deliver(self) -> None:
+        """While ``next_tuple`` is suspended: handle outcomes, flush what was emitted."""
+        inbox, outbox = self.queue, self.outbox
+        while self._in_call:
+            await inbox.wait(IDLE_MAX_SECS)
+            item = inbox.get_nowait()
+            while item is not None:
+                await self._on_outcomes(item)
+                item = inbox.get_nowait()
+            if self._in_call:
+                await outbox.flush_polling(inbox, self._on_outcomes)
 
     async def _on_outcomes(self, outcomes: list[tuple[int, int, int]]) -> None:
         by_id, marker = self.by_id, self._marker
@@ -173,19 +257,28 @@ class SpoutExecutor:
             msg_id = task.pending.pop(root, None)
             if msg_id is None:
                 continue  # decided already, or emitted before a restart of this task
+            flow = task.flow
             started = task.collector.started
             if started:
                 t0 = started.pop(root, None)
                 if t0 is not None and kind == ACK:
-                    self._latency.add(self._clock() - t0)
+                    now = self._clock()
+                    self._latency.add(now - t0)
+                    if flow is not None and flow.latency(t0, now, len(task.pending) + 1):
+                        self._cut(task, flow, f"complete latency {now - t0:.3f} s")
             marker.site = task.sites[1 if kind == ACK else 2]
             if kind == ACK:
                 task.stats.acked += 1
+                if flow is not None and flow.limited:
+                    flow.acked(1)
                 await self._user(task, task.ack, msg_id)
                 continue
             if reason is None:
                 reason = _UNKNOWN_REASON
             task.stats.count_fail(reason.kind)
+            if (flow is not None and reason.kind == "timeout"
+                    and flow.timed_out(self._clock(), len(task.pending) + 1)):
+                self._cut(task, flow, "a tree timed out")
             fn, is_async = task.fail
             try:
                 result = fn(msg_id, reason=reason) if task.fail_takes_reason else fn(msg_id)
@@ -196,6 +289,12 @@ class SpoutExecutor:
                     raise
                 task.collector.report_error(exc)
         marker.site = None
+
+    def _cut(self, task: SpoutTask, flow: FlowLimit, why: str) -> None:
+        self._cuts.warn(f"spout {self.component!r}",
+                        "flow control cut task %d's limit on trees in flight to %d (%s; "
+                        "target %.3f s)", task.task_id, flow.limit, why, flow.target(),
+                        now=self._clock())
 
     @staticmethod
     async def _user(task: SpoutTask, user: tuple[Callable[..., Any], bool],
@@ -245,11 +344,12 @@ class BoltExecutor:
                 await outbox.flush()  # batches held back for a full queue: retry while idle
                 continue
             batch = await queue.get()
+            size = len(batch)  # an async batch is emptied as it is executed
             started = clock()
             outbox.busy = True
             if single is not None:
                 marker.site = single.site
-                await self._execute(single, batch)
+                await self._execute(single, batch, outbox)
             else:
                 for tup in batch:
                     task = self.by_id[tup.dest]
@@ -258,24 +358,38 @@ class BoltExecutor:
             marker.site = None
             self.current = None
             outbox.busy = False
-            times.add(len(batch), started, clock())
+            times.add(size, started, clock())
             await outbox.flush()
             batches += 1
             if batches == YIELD_EVERY_BATCHES:
                 batches = 0
                 await asyncio.sleep(0)
 
-    async def _execute(self, task: BoltTask, batch: list[Tuple] | tuple[Tuple, ...]) -> None:
+    async def _execute(self, task: BoltTask, batch: list[Tuple] | tuple[Tuple, ...],
+                       outbox: Outbox | None = None) -> None:
         execute, is_async = task.execute
         coll = task.collector
         task.stats.executed += len(batch)
         if is_async:
-            for tup in batch:
+            loop = asyncio.get_running_loop()
+            flushed = loop.time()
+            if isinstance(batch, list):  # let go of each tuple once executed (big tuples)
+                batch.reverse()
+                todo: list[Tuple] = batch
+            else:
+                todo = list(reversed(batch))
+            while todo:
+                tup = todo.pop()
                 self.current = tup
                 try:
                     await execute(tup)
                 except BaseException as exc:
                     _failed(coll, tup, self._overdue(exc))
+                # A slow async batch passes its acks on as it goes (the acker runs while
+                # execute awaits): complete latency then measures the work, not the batch.
+                if outbox is not None and loop.time() - flushed >= ACK_FLUSH_SECS:
+                    flushed = loop.time()
+                    outbox.flush_acker_messages()
         else:
             for tup in batch:
                 try:

@@ -168,7 +168,7 @@ class Outbox:
         for ex, buf in bufs.items():
             queue = self.queues[ex]
             held = False
-            while queue.full():
+            while not queue.fits(len(buf)):
                 if self._holds(ex, len(buf)):
                     self._hold(ex, buf)
                     held = True

@@ -1,9 +1,13 @@
 """The executor receive queue: a bounded FIFO of batches for one consumer coroutine.
 
-Bounded queues are the backpressure: ``put`` suspends the producer while the queue holds
-``maxsize`` batches. Control traffic (acker messages, ticks, stop) uses ``put_nowait``,
-which never blocks and may exceed the bound, so that the ack cycle between spouts and
-ackers cannot deadlock on full queues. One consumer only (its executor).
+Bounded queues are the backpressure. The bound counts tuples (the items of the batches),
+not batches, so that what a queue holds does not depend on how producers happen to batch:
+``put`` suspends the producer while the batch would take the queue past ``maxsize``
+tuples, except that any batch is admitted into an empty queue (a batch larger than the
+bound cannot wait for ever). Control traffic (acker messages, ticks, stop) uses
+``put_nowait``, which never blocks and may exceed the bound, so that the ack cycle
+between spouts and ackers cannot deadlock on full queues. One consumer only (its
+executor).
 """
 
 from __future__ import annotations
@@ -18,21 +22,28 @@ __all__ = ["BatchQueue", "QueueStats"]
 
 @dataclass(frozen=True, slots=True)
 class QueueStats:
-    """A snapshot of a queue: batches held, the bound, the peak, producers waiting."""
+    """A snapshot of a queue: tuples held, the bound, the peak (tuples), producers waiting,
+    batches held."""
 
     size: int
     maxsize: int
     peak: int
     blocked_putters: int
+    batches: int = 0
 
 
 class BatchQueue:
-    """FIFO of batches with ``put`` (bounded, may wait), ``put_nowait`` and ``get``."""
+    """FIFO of batches with ``put`` (bounded in tuples, may wait), ``put_nowait`` and ``get``.
 
-    __slots__ = ("_getter", "_items", "_peak", "_putters", "maxsize")
+    A batch is anything with a length (a list of tuples, a list of outcomes, a pair of
+    acker message lists); its length is what it counts against the bound.
+    """
+
+    __slots__ = ("_count", "_getter", "_items", "_peak", "_putters", "maxsize")
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
+        self._count = 0
         self._items: deque[Any] = deque()
         self._getter: asyncio.Future[None] | None = None
         self._putters: deque[asyncio.Future[None]] = deque()
@@ -41,16 +52,31 @@ class BatchQueue:
     def __len__(self) -> int:
         return len(self._items)
 
+    @property
+    def count(self) -> int:
+        """Tuples held now (the sum of the held batches' lengths)."""
+        return self._count
+
     def full(self) -> bool:
-        """True while ``put`` would wait."""
-        return len(self._items) >= self.maxsize
+        """True while the queue holds ``maxsize`` tuples or more."""
+        return self._count >= self.maxsize
+
+    def fits(self, n: int) -> bool:
+        """True when ``put`` of a batch of ``n`` tuples would not wait."""
+        count = self._count
+        return count == 0 or count + n <= self.maxsize
 
     def put_nowait(self, batch: Any) -> None:
         """Append ``batch`` now, whatever the bound, and wake the consumer."""
-        items = self._items
-        items.append(batch)
-        if len(items) > self._peak:
-            self._peak = len(items)
+        self._items.append(batch)
+        count = self._count + len(batch)
+        self._count = count
+        if count > self._peak:
+            self._peak = count
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake the consumer if it waits in ``wait``/``get`` (it finds the queue as it is)."""
         getter = self._getter
         if getter is not None:
             self._getter = None
@@ -58,8 +84,9 @@ class BatchQueue:
                 getter.set_result(None)
 
     async def put(self, batch: Any) -> None:
-        """Append ``batch``, first waiting while the queue holds ``maxsize`` batches."""
-        while len(self._items) >= self.maxsize:
+        """Append ``batch``, first waiting until it fits (or the queue is empty)."""
+        n = len(batch)
+        while self._count and self._count + n > self.maxsize:
             waiter = asyncio.get_running_loop().create_future()
             self._putters.append(waiter)
             try:
@@ -103,12 +130,14 @@ class BatchQueue:
 
     def _pop(self) -> Any:
         batch = self._items.popleft()
+        self._count -= len(batch)
         putters = self._putters
+        # Every waiting producer looks again: room for tuples may fit several batches, and
+        # one that still does not fit waits again.
         while putters:
             waiter = putters.popleft()
             if not waiter.done():
                 waiter.set_result(None)
-                break
         return batch
 
     def head(self) -> Any:
@@ -117,7 +146,8 @@ class BatchQueue:
 
     def stats(self) -> QueueStats:
         """A consistent snapshot of the queue's figures."""
-        return QueueStats(len(self._items), self.maxsize, self._peak, len(self._putters))
+        return QueueStats(self._count, self.maxsize, self._peak, len(self._putters),
+                          len(self._items))
 
     def __repr__(self) -> str:
         s = self.stats()

@@ -22,10 +22,12 @@ from engine.clock import Clock, loop_clock
 from engine.collector import OutputCollector, SpoutOutputCollector
 from engine.components import BasicBolt
 from engine.config import (
+    TOPOLOGY_ACKER_EXECUTORS,
     TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS,
     TOPOLOGY_DEBUG,
     TOPOLOGY_MAX_SPOUT_PENDING,
     TOPOLOGY_MESSAGE_TIMEOUT_SECS,
+    TOPOLOGY_SPOUT_FLOW_CONTROL,
     TOPOLOGY_STATS_SAMPLE_RATE,
     TOPOLOGY_TICK_TUPLE_FREQ_SECS,
     validate_config,
@@ -34,6 +36,7 @@ from engine.context import TopologyContext
 from engine.errors import TopologyError
 from engine.executor import BoltExecutor, BoltTask, SpoutExecutor, SpoutTask
 from engine.failure import FailReasons
+from engine.flow_control import FlowLimit
 from engine.log_throttle import ErrorThrottle, IntervalWarning
 from engine.observe.figures import topology_stats
 from engine.outbox import Outbox
@@ -173,7 +176,8 @@ class RunningTopology:
                 coll = SpoutOutputCollector(d.id, task_id, routes, outbox, stats, debug,
                                             pending, sample_every, self.clock)
                 coll.share_logs(*logs)
-                spout_tasks.append(SpoutTask(task_id, obj, context, coll, stats, pending))
+                spout_tasks.append(SpoutTask(task_id, obj, context, coll, stats, pending,
+                                             self._flow_limit(conf)))
             else:
                 if isinstance(obj, BasicBolt):
                     obj = adapt_basic_bolt(obj)
@@ -188,6 +192,13 @@ class RunningTopology:
                 self.clock, self.latency, self.reasons))
         else:
             self.bolt_executors.append(BoltExecutor(d.id, bolt_tasks, queue, outbox))
+
+    def _flow_limit(self, conf: dict[str, Any]) -> FlowLimit | None:
+        """A spout task's adaptive limit, or None (flow control off, or no ackers)."""
+        if not conf[TOPOLOGY_SPOUT_FLOW_CONTROL] or not self.conf[TOPOLOGY_ACKER_EXECUTORS]:
+            return None
+        return FlowLimit(conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS], conf[TOPOLOGY_MAX_SPOUT_PENDING],
+                         now=self.clock())
 
     # -- lifecycle ------------------------------------------------------------------------
 

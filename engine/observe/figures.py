@@ -70,7 +70,7 @@ def _executors(rt: RunningTopology) -> list[dict[str, Any]]:
         queue = sex.queue.stats()
         out.append({"component": sex.component, "kind": "spout", "tasks": [ids[0], ids[-1]],
                     "transferred": sex.outbox.transferred, "pending": sex.pending(),
-                    "in_flight_limit": sex.max_pending,
+                    "in_flight_limit": sex.in_flight_limit(),
                     "queue": {"size": queue.size, "maxsize": queue.maxsize,
                               "peak": queue.peak, "blocked_putters": queue.blocked_putters}})
     for bex in rt.bolt_executors:

@@ -12,10 +12,15 @@ so a replay, in this process or after a restart, emits the same metadata.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from engine.components import Spout
-from engine.config import TOPOLOGY_ACKER_EXECUTORS, TOPOLOGY_MAX_SPOUT_PENDING
+from engine.config import (
+    TOPOLOGY_ACKER_EXECUTORS,
+    TOPOLOGY_MAX_SPOUT_PENDING,
+    TOPOLOGY_SPOUT_FLOW_CONTROL,
+)
 from engine.errors import ConfigError
 from engine.transactional.attempt import AttemptIds, TransactionAttempt
 from engine.transactional.coordinated import BATCH_STREAM, COMMIT_STREAM
@@ -42,6 +47,10 @@ class CoordinatorSpout(Spout):
         self.spout = spout
         self.transactional_id = transactional_id
 
+    def component_configuration(self) -> dict[str, Any] | None:
+        """No flow control: ``max.spout.pending`` counts transactions here, not trees."""
+        return {TOPOLOGY_SPOUT_FLOW_CONTROL: False}
+
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(["tx", "meta", "committed"], stream=BATCH_STREAM)
         declarer.declare(["tx"], stream=COMMIT_STREAM)
@@ -65,6 +74,8 @@ class CoordinatorSpout(Spout):
         self._source_exhausted = finite if callable(finite) else None
         max_active = conf.get(TOPOLOGY_MAX_SPOUT_PENDING) or 1
         self.ledger = TransactionLedger(self._state.next_txid(), max_active, AttemptIds().next)
+        # Acks and fails may arrive while next_tuple awaits the coordinator: one at a time.
+        self._turn = asyncio.Lock()
 
     def exhausted(self) -> bool:
         """True when the coordinator has an ``exhausted()`` that says no transaction will be
@@ -74,19 +85,22 @@ class CoordinatorSpout(Spout):
 
     async def next_tuple(self) -> None:
         """Emit a due commit and start what the window allows."""
-        await self._sync()
+        async with self._turn:
+            await self._sync()
 
     async def ack(self, msg_id: tuple[str, TransactionAttempt]) -> None:
         """A batch tree (now PROCESSED) or a commit tree (now committed and persisted)."""
         attempt = msg_id[1]
-        if self.ledger.ack(attempt) is AckOutcome.COMMITTED:
-            self._state.commit(attempt.transaction_id)
-        await self._sync()
+        async with self._turn:
+            if self.ledger.ack(attempt) is AckOutcome.COMMITTED:
+                self._state.commit(attempt.transaction_id)
+            await self._sync()
 
     async def fail(self, msg_id: tuple[str, TransactionAttempt]) -> None:
         """Drop the attempt and every later live transaction; restart them in order."""
-        self.ledger.fail(msg_id[1])
-        await self._sync()
+        async with self._turn:
+            self.ledger.fail(msg_id[1])
+            await self._sync()
 
     async def close(self) -> None:
         """Close the spout's coordinator half and the state."""

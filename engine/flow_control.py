@@ -1,0 +1,130 @@
+"""Flow control: an adaptive limit on one spout task's trees in flight (pure: time is an argument).
+
+Why: when a topology is slower than its spouts, every tree emitted beyond what the slowest
+bolt clears within the message timeout waits in a queue, times out, is replayed and is
+executed for nothing; goodput collapses (and a large ``topology.max.spout.pending`` does
+not help, it only sets how deep the queues get). The cure is to keep the trees in flight
+near what the topology completes well inside the timeout.
+
+How (additive increase, multiplicative decrease on complete latency, as TCP Reno does on
+loss, with delay as the signal):
+
+- The limit starts at ``INITIAL_LIMIT`` and, while the spout is held back by it, grows by
+  one per acked tree (doubling per round trip: *slow start*) until the first cut or the
+  first latency above half the target (the signal lags a round trip behind the limit,
+  and doubling overshoots by that much), then by ``1 / limit`` per acked tree (one per
+  round trip: *congestion avoidance*). It never
+  grows while the spout emits less than it allows, so an idle or source-bound spout keeps
+  the limit it had.
+- A sampled complete latency above the *target* cuts the limit to ``BETA`` times the trees
+  then in flight (never below ``MIN_LIMIT``); so does a tree that timed out. The target is
+  ``timeout * TARGET_FRACTION`` (a tree waiting in queues then never reaches its timeout,
+  and the memory held stays a tenth of what the timeout would allow), raised to twice
+  the smallest latency seen lately where the work itself is slow (a bolt whose every
+  call takes seconds is not a queue), and never above half the timeout.
+- One cut per round trip: a signal from a tree emitted before the last cut says nothing
+  about the new limit and is ignored. So is a latency beyond the timeout: only a tree kept
+  alive by ``reset_timeout`` gets there, and its user chose that.
+- ``topology.max.spout.pending`` stays a hard cap: the limit never exceeds it.
+
+Cost when nothing is overloaded: one integer comparison per ``next_tuple`` call (as the
+cap already had) and a few float operations per batch of acks.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "BETA",
+    "INITIAL_LIMIT",
+    "MIN_LIMIT",
+    "TARGET_FRACTION",
+    "FlowLimit",
+]
+
+INITIAL_LIMIT: Final = 64
+MIN_LIMIT: Final = 1
+BETA: Final = 0.7
+TARGET_FRACTION: Final = 0.1
+# The latency floor (smallest recent latency) is kept per window of this many timeouts.
+_FLOOR_WINDOW_TIMEOUTS: Final = 1.0
+
+
+class FlowLimit:
+    """The adaptive in-flight limit of one spout task; ``limit`` is the int in force.
+
+    Guarantees: ``MIN_LIMIT <= limit`` and, with a cap, ``limit <= cap``; the limit only
+    grows on acks that came while it held the spout back (``limited``); it is cut at most
+    once per round trip, only on a latency above ``target()`` or a timeout.
+    """
+
+    __slots__ = ("_cap", "_cut_at", "_floor", "_floor_prev", "_floor_start", "_ssthresh",
+                 "_value", "cuts", "limit", "limited", "timeout")
+
+    def __init__(self, timeout: float, cap: int | None = None,
+                 initial: int = INITIAL_LIMIT, now: float = 0.0) -> None:
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0, got {timeout!r}")
+        self.timeout = timeout
+        self._cap = cap
+        self._value = float(initial if cap is None else min(initial, cap))
+        self._ssthresh = float("inf")
+        self._cut_at = float("-inf")
+        self._floor = float("inf")
+        self._floor_prev = float("inf")
+        self._floor_start = now
+        self.limit = max(MIN_LIMIT, int(self._value))
+        """The limit in force: ``next_tuple`` is not called while this many trees are pending."""
+        self.limited = False
+        """Set by the executor when the limit stopped a round; acks grow the limit only then."""
+        self.cuts = 0
+
+    def target(self) -> float:
+        """The complete latency above which the limit is cut (seconds)."""
+        floor = min(self._floor, self._floor_prev)
+        return min(self.timeout * 0.5, max(self.timeout * TARGET_FRACTION, 2 * floor))
+
+    def acked(self, n: int) -> None:
+        """``n`` trees were acked; grow the limit if it was what held the spout back."""
+        if not self.limited or n <= 0:
+            return
+        value = self._value
+        if value < self._ssthresh:
+            value += n
+        else:
+            value += n / value
+        if self._cap is not None and value > self._cap:
+            value = float(self._cap)
+        self._value = value
+        self.limit = int(value)
+
+    def latency(self, started: float, now: float, in_flight: int) -> bool:
+        """A tree emitted at ``started`` was acked at ``now``; True when this cut the limit."""
+        seconds = now - started
+        if now - self._floor_start >= self.timeout * _FLOOR_WINDOW_TIMEOUTS:
+            self._floor_prev, self._floor, self._floor_start = self._floor, seconds, now
+        elif seconds < self._floor:
+            self._floor = seconds
+        if started < self._cut_at or seconds > self.timeout:
+            return False  # old news, or a tree kept alive by reset_timeout: not a queue
+        target = self.target()
+        if seconds <= target:
+            if seconds > target * 0.5 and self._value < self._ssthresh:
+                self._ssthresh = self._value  # half way there: grow by one per round trip
+            return False
+        return self._cut(now, in_flight)
+
+    def timed_out(self, now: float, in_flight: int) -> bool:
+        """A tree of this task timed out at ``now``; True when this cut the limit."""
+        if now - self.timeout < self._cut_at:
+            return False  # emitted before the last cut
+        return self._cut(now, in_flight)
+
+    def _cut(self, now: float, in_flight: int) -> bool:
+        value = max(float(MIN_LIMIT), min(self._value, float(in_flight)) * BETA)
+        self._value = self._ssthresh = value
+        self.limit = int(value)
+        self._cut_at = now
+        self.cuts += 1
+        return True
