@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from engine.config import TOPOLOGY_MAX_SPOUT_PENDING, TOPOLOGY_MESSAGE_TIMEOUT_SECS
+from engine.queues import QueueStats
 from engine.stats import LatencyReservoir, TaskStats
 
 if TYPE_CHECKING:
@@ -62,6 +63,12 @@ def _totals(per_task: list[TaskStats], spout: bool) -> dict[str, int]:
     return totals
 
 
+def _queue(queue: QueueStats) -> dict[str, int]:
+    """An executor's receive queue: tuples held, bound and peak (tuples), batches, waiters."""
+    return {"size": queue.size, "maxsize": queue.maxsize, "peak": queue.peak,
+            "batches": queue.batches, "blocked_putters": queue.blocked_putters}
+
+
 def _executors(rt: RunningTopology) -> list[dict[str, Any]]:
     """One entry per spout and bolt executor: its tasks, queue and time figures."""
     out: list[dict[str, Any]] = []
@@ -71,8 +78,7 @@ def _executors(rt: RunningTopology) -> list[dict[str, Any]]:
         out.append({"component": sex.component, "kind": "spout", "tasks": [ids[0], ids[-1]],
                     "transferred": sex.outbox.transferred, "pending": sex.pending(),
                     "in_flight_limit": sex.in_flight_limit(),
-                    "queue": {"size": queue.size, "maxsize": queue.maxsize,
-                              "peak": queue.peak, "blocked_putters": queue.blocked_putters}})
+                    "queue": _queue(queue)})
     for bex in rt.bolt_executors:
         ids = [t.task_id for t in bex.tasks]
         queue = bex.queue.stats()
@@ -82,8 +88,7 @@ def _executors(rt: RunningTopology) -> list[dict[str, Any]]:
                     "executed": times.tuples, "batches": times.batches,
                     "execute_secs": round(times.execute_secs, 6),
                     "process_secs": round(times.process_secs, 6),
-                    "queue": {"size": queue.size, "maxsize": queue.maxsize,
-                              "peak": queue.peak, "blocked_putters": queue.blocked_putters}})
+                    "queue": _queue(queue)})
     return out
 
 

@@ -55,7 +55,8 @@ async def _run(spout: Spout, bolt: Bolt, secs: float, parallelism: int = 1,
     b = TopologyBuilder()
     b.set_spout("src", spout)
     b.set_bolt("work", bolt, parallelism).shuffle_grouping("src")
-    c = Config({"topology.message.timeout.secs": 2})
+    # Flow control off: these tests drive the conditions it would otherwise prevent.
+    c = Config({"topology.message.timeout.secs": 2, "topology.spout.flow.control": False})
     c.update(conf)
     async with LocalCluster() as cluster:
         await cluster.submit_topology("t", c, b.create_topology())
@@ -109,7 +110,8 @@ async def test_a_full_queue_warns_once_per_interval_and_the_pipeline_says_it_is_
     b.set_spout("src", Ticking())
     b.set_bolt("work", Slow()).shuffle_grouping("src")
     conf = Config({"topology.message.timeout.secs": 600,
-                   "topology.executor.receive.buffer.size": 2})
+                   "topology.executor.receive.buffer.size": 2,
+                   "topology.spout.flow.control": False})
     async with LocalCluster() as cluster:
         await cluster.submit_topology("t", conf, b.create_topology())
         await asyncio.sleep(25.5)

@@ -89,10 +89,11 @@ async def test_bolt_queue_holds_at_most_its_bound_in_tuples() -> None:
     async with LocalCluster() as cluster:
         await cluster.submit_topology("t", conf, b.create_topology())
         await asyncio.sleep(0.5)
-        queue = cluster.stats("t")["queues"][1]
+        (queue,) = [e["queue"] for e in cluster.stats("t")["executors"]
+                    if e["component"] == "gate"]
         # One round of 100 in execute, one in the queue; the third does not fit (in batches,
         # all three would).
-        assert (queue.size, queue.batches) == (100, 1) and queue.peak <= 150
+        assert (queue["size"], queue["batches"]) == (100, 1) and queue["peak"] <= 150
         gate.open.set()
         await wait_until(lambda: len(spout.acked()) == 300, timeout=10)
     assert sorted(gate.seen) == list(range(300))

@@ -40,7 +40,7 @@ async def test_topology_view_has_storm_ui_fields_for_every_window() -> None:
     (spout,) = view["spouts"]
     assert set(spout) >= SPOUT_FIELDS
     assert spout["spoutId"] == "sentences" and spout["acked"] == 400
-    assert spout["inFlightLimit"] == 500 and spout["pending"] == 0
+    assert 0 < spout["inFlightLimit"] <= 500 and spout["pending"] == 0  # flow control's
     assert spout["completeLatency"] > 0
     bolts = {b["boltId"]: b for b in view["bolts"]}
     assert set(bolts) == {"split", "count"}
