@@ -37,13 +37,14 @@ __all__ = [
 MODULES = (
     "engine.acker",
     "engine.acker_executor",
+    "engine.bolt_executor",
     "engine.collector",
     "engine.deadlines",
-    "engine.executor",
     "engine.grouping",
     "engine.outbox",
     "engine.queues",
     "engine.routing",
+    "engine.spout_executor",
     "engine.stats",
     "engine.tuples",
 )

@@ -18,6 +18,7 @@ from typing import Any
 from engine.acker import AckLedger
 from engine.acker_executor import AckerExecutor
 from engine.basic_bolt import adapt_basic_bolt
+from engine.bolt_executor import BoltExecutor, BoltTask
 from engine.clock import Clock, loop_clock
 from engine.collector import OutputCollector, SpoutOutputCollector
 from engine.components import BasicBolt
@@ -34,7 +35,6 @@ from engine.config import (
 )
 from engine.context import TopologyContext
 from engine.errors import TopologyError
-from engine.executor import BoltExecutor, BoltTask, SpoutExecutor, SpoutTask
 from engine.failure import FailReasons
 from engine.flow_control import FlowLimit
 from engine.log_throttle import ErrorThrottle, IntervalWarning
@@ -43,6 +43,7 @@ from engine.outbox import Outbox
 from engine.queue_watch import QueueWatch
 from engine.queues import BatchQueue
 from engine.routing import routes_for
+from engine.spout_executor import SpoutExecutor, SpoutTask
 from engine.stalls import StallMonitor
 from engine.stats import LatencyReservoir, TaskStats
 from engine.topology import ComponentDef, Topology

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 from engine.log_throttle import IntervalWarning
 
 if TYPE_CHECKING:
-    from engine.executor import BoltExecutor, SpoutExecutor
+    from engine.bolt_executor import BoltExecutor
+    from engine.spout_executor import SpoutExecutor
     from engine.tuples import Tuple
 
 __all__ = ["StallMonitor"]

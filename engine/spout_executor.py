@@ -1,13 +1,12 @@
-"""Executors: the coroutines that run tasks. This is where the engine awaits.
+"""The spout executor: the coroutine that runs a spout component's tasks.
 
 A ``SpoutExecutor`` loops: drain acks and fails from its inbox, call ``next_tuple`` on each
 task (up to ``SPOUT_ROUND`` times, never past the task's in-flight limit: flow control's
 ``FlowLimit``, capped by ``topology.max.spout.pending``), flush the emitted batches, then
 yield, or wait on the inbox with a growing back-off when nothing was emitted. Outcomes are
-also delivered while an async ``next_tuple`` is suspended. A ``BoltExecutor`` takes a
-batch, executes every tuple, flushes. User code
-is called through ``engine.usercall``'s policy; an exception out of ``execute`` fails its
-tuple with an ``"error"`` ``FailReason``. (The ackers' executor is ``engine.acker_executor``.)
+also delivered while an async ``next_tuple`` is suspended. User code is called through
+``engine.usercall``'s policy. (Bolts run in ``engine.bolt_executor``, ackers in
+``engine.acker_executor``.)
 """
 
 from __future__ import annotations
@@ -19,22 +18,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.acker import ACK
-from engine.collector import OutputCollector, SpoutOutputCollector
+from engine.collector import SpoutOutputCollector
 from engine.context import TopologyContext
-from engine.failure import FailReason, FailReasons, error_reason
+from engine.failure import FailReason, FailReasons
 from engine.flow_control import FlowLimit
 from engine.log_throttle import IntervalWarning
-from engine.outbox import BACKPRESSURE_POLL_SECS, Outbox
+from engine.outbox import Outbox
 from engine.queues import BatchQueue
-from engine.stats import BatchTimes, LatencyReservoir, TaskStats
-from engine.tuples import SYSTEM_COMPONENT, TICK_STREAM, Fields, Source, Tuple
+from engine.stats import LatencyReservoir, TaskStats
 from engine.usercall import accepts, is_user_error, method
 from engine.watchdog import CallSite, CurrentCall, current_call
 
 # A FAIL whose reason was not kept (more failures in flight than the book holds).
 _UNKNOWN_REASON = FailReason("explicit", "failed (reason not kept)")
 
-__all__ = ["BoltExecutor", "BoltTask", "SpoutExecutor", "SpoutTask"]
+__all__ = ["SpoutExecutor", "SpoutTask"]
 
 log = logging.getLogger("engine")
 
@@ -44,9 +42,6 @@ log = logging.getLogger("engine")
 SPOUT_ROUND = 100
 IDLE_MIN_SECS = 0.0005
 IDLE_MAX_SECS = 0.01
-YIELD_EVERY_BATCHES = 8
-# An async bolt's batch running longer than this hands its acker messages on mid-batch.
-ACK_FLUSH_SECS = 0.005
 
 
 @dataclass(eq=False)
@@ -76,24 +71,6 @@ class SpoutTask:
         cid = self.context.component_id
         self.sites = (CallSite(cid, self.task_id, "next_tuple"),
                       CallSite(cid, self.task_id, "ack"), CallSite(cid, self.task_id, "fail"))
-
-
-@dataclass(eq=False)
-class BoltTask:
-    """One bolt task: the user's copy (``BasicBolt`` already adapted) and its collector."""
-
-    task_id: int
-    obj: Any
-    context: TopologyContext
-    collector: OutputCollector
-    stats: TaskStats
-    execute: tuple[Callable[..., Any], bool] = field(init=False)
-    site: CallSite = field(init=False)
-    """What the loop watchdog names for ``execute``."""
-
-    def __post_init__(self) -> None:
-        self.execute = method(self.obj, "execute")
-        self.site = CallSite(self.context.component_id, self.task_id, "execute")
 
 
 class SpoutExecutor:
@@ -309,131 +286,3 @@ class SpoutExecutor:
             if not is_user_error(exc):
                 raise
             task.collector.report_error(exc)
-
-
-class BoltExecutor:
-    """Runs the tasks of one bolt executor: execute each tuple of a batch, then flush.
-
-    ``current`` is the tuple an async ``execute`` is running on (``None`` between
-    batches); ``cancel_current`` ends that call, failing its tuple, when it is overdue.
-    """
-
-    def __init__(self, component: str, tasks: list[BoltTask], queue: BatchQueue,
-                 outbox: Outbox) -> None:
-        self.component = component
-        self.tasks = tasks
-        self.by_id = {t.task_id: t for t in tasks}
-        self.queue = queue
-        self.outbox = outbox
-        self.times = BatchTimes()
-        self.current: Tuple | None = None
-        self._cancelled: Tuple | None = None
-        self._cancel_note = ""
-        self._task: asyncio.Task[Any] | None = None
-
-    async def run(self) -> None:
-        """Loop until cancelled; a failing ``execute`` fails its tuple and the loop goes on."""
-        queue, outbox, times = self.queue, self.outbox, self.times
-        clock = times.clock
-        marker = current_call()
-        self._task = asyncio.current_task()
-        single = self.tasks[0] if len(self.tasks) == 1 else None
-        batches = 0
-        while True:
-            if outbox.bufs and not await queue.wait(BACKPRESSURE_POLL_SECS):
-                await outbox.flush()  # batches held back for a full queue: retry while idle
-                continue
-            batch = await queue.get()
-            size = len(batch)  # an async batch is emptied as it is executed
-            started = clock()
-            outbox.busy = True
-            if single is not None:
-                marker.site = single.site
-                await self._execute(single, batch, outbox)
-            else:
-                for tup in batch:
-                    task = self.by_id[tup.dest]
-                    marker.site = task.site
-                    await self._execute(task, (tup,))
-            marker.site = None
-            self.current = None
-            outbox.busy = False
-            times.add(size, started, clock())
-            await outbox.flush()
-            batches += 1
-            if batches == YIELD_EVERY_BATCHES:
-                batches = 0
-                await asyncio.sleep(0)
-
-    async def _execute(self, task: BoltTask, batch: list[Tuple] | tuple[Tuple, ...],
-                       outbox: Outbox | None = None) -> None:
-        execute, is_async = task.execute
-        coll = task.collector
-        task.stats.executed += len(batch)
-        if is_async:
-            loop = asyncio.get_running_loop()
-            flushed = loop.time()
-            if isinstance(batch, list):  # let go of each tuple once executed (big tuples)
-                batch.reverse()
-                todo: list[Tuple] = batch
-            else:
-                todo = list(reversed(batch))
-            while todo:
-                tup = todo.pop()
-                self.current = tup
-                try:
-                    await execute(tup)
-                except BaseException as exc:
-                    _failed(coll, tup, self._overdue(exc))
-                # A slow async batch passes its acks on as it goes (the acker runs while
-                # execute awaits): complete latency then measures the work, not the batch.
-                if outbox is not None and loop.time() - flushed >= ACK_FLUSH_SECS:
-                    flushed = loop.time()
-                    outbox.flush_acker_messages()
-        else:
-            for tup in batch:
-                try:
-                    execute(tup)
-                except BaseException as exc:
-                    _failed(coll, tup, exc)
-
-    def cancel_current(self, note: str) -> bool:
-        """Cancel the async ``execute`` running on ``current``: its tuple fails with
-        ``TimeoutError: <note>`` and the executor goes on. False when there is none."""
-        task = self._task
-        if task is None or self.current is None or not self.outbox.busy:
-            return False
-        if self._cancelled is not None:
-            if self._cancelled is self.current:
-                return False  # cancelled already, not yet out of the call
-            task.uncancel()  # the user's code swallowed that cancel and returned
-        self._cancelled, self._cancel_note = self.current, note
-        task.cancel()
-        return True
-
-    def _overdue(self, exc: BaseException) -> BaseException:
-        """``exc`` out of ``execute``; the engine's cancel of an overdue call becomes a
-        ``TimeoutError`` (unless the executor itself is being stopped as well)."""
-        if self._cancelled is None or not isinstance(exc, asyncio.CancelledError):
-            return exc
-        self._cancelled = None
-        task = self._task
-        if task is not None and task.uncancel() > 0:
-            return exc
-        return TimeoutError(self._cancel_note)
-
-    async def tick(self, every: float) -> None:
-        """Deliver a tick tuple to each task every ``every`` seconds, until cancelled."""
-        src = Source(SYSTEM_COMPONENT, -1, TICK_STREAM, Fields(()))
-        while True:
-            await asyncio.sleep(every)
-            for task in self.tasks:
-                self.queue.put_nowait([Tuple((), src, task.task_id)])
-
-
-def _failed(coll: OutputCollector, tup: Tuple, exc: BaseException) -> None:
-    """``execute`` raised ``exc``: fail ``tup`` with its reason and count the error."""
-    if not is_user_error(exc):
-        raise exc
-    coll.fail_with(tup, error_reason(exc, coll.component))
-    coll.report_error(exc)
