@@ -150,6 +150,8 @@ class Tuple:
         first = (self.root, int(self.edge))
         return first if self.more is None else first + self.more
 
+    # One typed property per ``Source`` field: mypyc compiles each to a native getter,
+    # which a shared lookup by name would turn back into a dynamic call.
     @property
     def fields(self) -> Fields:
         """The fields declared for this tuple's stream."""

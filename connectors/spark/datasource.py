@@ -145,21 +145,38 @@ class _KafkaWriter(DataSourceArrowWriter):
                                       max_records_per_sec=self.rate))
 
 
-class KafkaDataSource(DataSource):
-    """Batch reads of bounded offset ranges and append-only writes, over aiokafka."""
+class _RangeSource(DataSource):
+    """A source read as offset ranges: its format name, its DDL and its reader come from
+    the class attributes each format sets."""
+
+    _format = ""
+    _ddl = ""
+    _reader_type: type[_KafkaReader] = _KafkaReader
 
     @classmethod
     def name(cls) -> str:
-        """The format name, ``stormloop_kafka``."""
-        return FORMAT
+        """The format name Spark looks this source up by."""
+        return cls._format
 
     def schema(self) -> str:
-        """The record columns: key, value, topic, partition, offset, timestamp_ms, headers."""
-        return RECORD_DDL
+        """The DDL of the rows this source reads."""
+        return self._ddl
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A reader of the ranges the options name (see the module docstring)."""
-        return _KafkaReader(self.options)
+        return self._reader_type(self.options)
+
+
+class KafkaDataSource(_RangeSource):
+    """Batch reads of bounded offset ranges and append-only writes, over aiokafka.
+
+    Format ``stormloop_kafka``; columns key, value, topic, partition, offset, timestamp_ms,
+    headers.
+    """
+
+    _format = FORMAT
+    _ddl = RECORD_DDL
+    _reader_type = _KafkaReader
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         """A writer appending rows as records; a topic cannot be overwritten."""
@@ -168,18 +185,13 @@ class KafkaDataSource(DataSource):
         return _KafkaWriter(self.options)
 
 
-class FailedRecordsDataSource(DataSource):
-    """Batch reads of a failed topic's offset ranges, parsed into failed-record columns."""
+class FailedRecordsDataSource(_RangeSource):
+    """Batch reads of a failed topic's offset ranges, parsed into failed-record columns.
 
-    @classmethod
-    def name(cls) -> str:
-        """The format name, ``stormloop_failed_records``."""
-        return FAILED_FORMAT
+    Format ``stormloop_failed_records``; columns failed-topic partition and offset,
+    ``error``, then the failed record's fields.
+    """
 
-    def schema(self) -> str:
-        """Failed-topic partition and offset, ``error``, then the failed record's fields."""
-        return PARSED_DDL
-
-    def reader(self, schema: StructType) -> DataSourceReader:
-        """A reader of the ranges the options name, as for ``KafkaDataSource``."""
-        return _FailedRecordsReader(self.options)
+    _format = FAILED_FORMAT
+    _ddl = PARSED_DDL
+    _reader_type = _FailedRecordsReader

@@ -15,27 +15,15 @@ from __future__ import annotations
 import pyarrow as pa
 
 from connectors.kafka.failed import FailedRecord, MalformedFailedRecord
-from connectors.spark.parse_arrow import parse_columnar
+from connectors.spark.parse_arrow import JSON_SCHEMA, parse_columnar
 
 __all__ = ["PARSED_DDL", "PARSED_SCHEMA", "parse_batch", "parse_payload"]
 
-PARSED_SCHEMA = pa.schema([
-    ("failed_partition", pa.int32()),
-    ("failed_offset", pa.int64()),
-    ("error", pa.string()),
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("offset", pa.int64()),
-    ("key", pa.binary()),
-    ("value", pa.binary()),
-    ("attempts", pa.int32()),
-    ("reason", pa.string()),
-    ("failed_at", pa.int64()),
-    ("topology", pa.string()),
-    ("component", pa.string()),
-    ("value_truncated", pa.bool_()),
-    ("first_failed_at", pa.int64()),
-])
+_NARROWED = {"partition": pa.int32(), "attempts": pa.int32(),
+             "key": pa.binary(), "value": pa.binary()}
+PARSED_SCHEMA = pa.schema(
+    [("failed_partition", pa.int32()), ("failed_offset", pa.int64()), ("error", pa.string())]
+    + [(f.name, _NARROWED.get(f.name, f.type)) for f in JSON_SCHEMA])
 """Where the record sits in the failed topic, ``error`` (null if valid), then its content."""
 
 PARSED_DDL = ("failed_partition INT, failed_offset BIGINT, error STRING, topic STRING, "

@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-__all__ = ["parse_columnar"]
+__all__ = ["JSON_SCHEMA", "parse_columnar"]
 
-_JSON_SCHEMA = pa.schema([
+JSON_SCHEMA = pa.schema([
     ("topic", pa.string()),
     ("partition", pa.int64()),
     ("offset", pa.int64()),
@@ -34,6 +34,7 @@ _JSON_SCHEMA = pa.schema([
     ("value_truncated", pa.bool_()),
     ("first_failed_at", pa.int64()),
 ])
+"""Arrow types a failed record's JSON is read with, field by field."""
 _REQUIRED = ("topic", "partition", "offset", "value", "attempts", "reason")
 _INT32_MAX = 2**31 - 1
 _BLOCK = 1 << 24  # one block for a whole Spark batch of failed records
@@ -63,7 +64,7 @@ def parse_columnar(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch |
             io.BytesIO(text),
             read_options=pa_json.ReadOptions(use_threads=False,
                                              block_size=max(_BLOCK, len(text) + 1)),
-            parse_options=pa_json.ParseOptions(explicit_schema=_JSON_SCHEMA,
+            parse_options=pa_json.ParseOptions(explicit_schema=JSON_SCHEMA,
                                                unexpected_field_behavior="ignore"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None

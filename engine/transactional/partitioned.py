@@ -76,16 +76,34 @@ class _Coordinator:
         return None if self._num_partitions is None else await self._num_partitions()
 
 
-class _PartitionedEmitter:
-    """Emits a batch partition by partition, replaying stored metadata where it exists."""
+class _PartitionStateEmitter:
+    """Per-partition metadata kept for the partitions this task owns, cleaned and closed
+    together with the wrapped emitter."""
 
     def __init__(self, inner: Any, state: TransactionalState, context: TopologyContext) -> None:
         self._state = state
         self._context = context
-        self._new = awaitable(inner, "emit_partition_batch_new")
-        self._again = awaitable(inner, "emit_partition_batch")
         self._close = awaitable(inner, "close", optional=True)
         self._partitions = 0
+
+    def cleanup_before(self, txid: int) -> None:
+        for p in _owned(self._context, self._partitions):
+            self._state.cleanup_before(partition_scope(p), txid)
+
+    async def close(self) -> None:
+        try:
+            await self._close()
+        finally:
+            self._state.close()
+
+
+class _PartitionedEmitter(_PartitionStateEmitter):
+    """Emits a batch partition by partition, replaying stored metadata where it exists."""
+
+    def __init__(self, inner: Any, state: TransactionalState, context: TopologyContext) -> None:
+        super().__init__(inner, state, context)
+        self._new = awaitable(inner, "emit_partition_batch_new")
+        self._again = awaitable(inner, "emit_partition_batch")
 
     async def emit_batch(self, attempt: TransactionAttempt, num_partitions: int,
                          collector: BatchCollector) -> None:
@@ -101,27 +119,14 @@ class _PartitionedEmitter:
             meta = await self._new(attempt, collector, p, None if prev is None else prev[1])
             state.put(scope, txid, meta, drop_later=True)
 
-    def cleanup_before(self, txid: int) -> None:
-        for p in _owned(self._context, self._partitions):
-            self._state.cleanup_before(partition_scope(p), txid)
 
-    async def close(self) -> None:
-        try:
-            await self._close()
-        finally:
-            self._state.close()
-
-
-class _OpaqueEmitter:
+class _OpaqueEmitter(_PartitionStateEmitter):
     """Emits each owned partition's batch following the latest earlier metadata."""
 
     def __init__(self, inner: Any, state: TransactionalState, context: TopologyContext) -> None:
-        self._state = state
-        self._context = context
+        super().__init__(inner, state, context)
         self._emit = awaitable(inner, "emit_partition_batch")
         self._num_partitions = awaitable(inner, "num_partitions")
-        self._close = awaitable(inner, "close", optional=True)
-        self._partitions = 0
 
     async def emit_batch(self, attempt: TransactionAttempt, metadata: Any,
                          collector: BatchCollector) -> None:
@@ -133,16 +138,6 @@ class _OpaqueEmitter:
             prev = state.latest_before(scope, txid)
             meta = await self._emit(attempt, collector, p, None if prev is None else prev[1])
             state.put(scope, txid, meta, drop_later=True)
-
-    def cleanup_before(self, txid: int) -> None:
-        for p in _owned(self._context, self._partitions):
-            self._state.cleanup_before(partition_scope(p), txid)
-
-    async def close(self) -> None:
-        try:
-            await self._close()
-        finally:
-            self._state.close()
 
 
 _MISSING = object()

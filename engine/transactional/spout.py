@@ -43,18 +43,10 @@ class BatchCollector(Protocol):
         ...
 
 
-class TransactionalSpout:
-    """A source that can emit the same batch again for the same transaction id.
-
-    ``get_coordinator`` returns an object with ``is_ready() -> bool`` (may a new
-    transaction start now?), ``initialize_transaction(txid, prev_metadata) -> metadata``
-    (called once per transaction id, never again for a replay), optionally ``close()`` and
-    optionally ``exhausted() -> bool`` (a plain ``def``: True once no transaction will ever
-    be ready again, so that a finite topology stops by itself).
-    ``get_emitter`` returns an object with ``emit_batch(attempt, metadata, collector)``
-    (emit exactly the batch ``metadata`` describes), ``cleanup_before(txid)`` (every
-    transaction before ``txid`` is committed and never replayed) and optionally ``close()``.
-    """
+class _TwoHalfSpout:
+    """The shape every transactional source shares: declared fields, a coordinator half
+    and an emitter half. Not a kind of its own: the engine tells the kinds apart by their
+    public classes."""
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """Declare the emitted fields, the ``TransactionAttempt`` field first."""
@@ -69,7 +61,21 @@ class TransactionalSpout:
         raise NotImplementedError
 
 
-class PartitionedTransactionalSpout:
+class TransactionalSpout(_TwoHalfSpout):
+    """A source that can emit the same batch again for the same transaction id.
+
+    ``get_coordinator`` returns an object with ``is_ready() -> bool`` (may a new
+    transaction start now?), ``initialize_transaction(txid, prev_metadata) -> metadata``
+    (called once per transaction id, never again for a replay), optionally ``close()`` and
+    optionally ``exhausted() -> bool`` (a plain ``def``: True once no transaction will ever
+    be ready again, so that a finite topology stops by itself).
+    ``get_emitter`` returns an object with ``emit_batch(attempt, metadata, collector)``
+    (emit exactly the batch ``metadata`` describes), ``cleanup_before(txid)`` (every
+    transaction before ``txid`` is committed and never replayed) and optionally ``close()``.
+    """
+
+
+class PartitionedTransactionalSpout(_TwoHalfSpout):
     """A source read as numbered partitions, each replayable by its own metadata.
 
     The engine keeps one metadata per (transaction, partition) and assigns partition ``i`` to
@@ -86,20 +92,8 @@ class PartitionedTransactionalSpout:
     - optionally ``close()``.
     """
 
-    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        """Declare the emitted fields, the ``TransactionAttempt`` field first."""
-        raise NotImplementedError
 
-    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> Any:
-        """The coordinator half, created once in the coordinator spout's task."""
-        raise NotImplementedError
-
-    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> Any:
-        """The emitter half, created once in each emitter task."""
-        raise NotImplementedError
-
-
-class OpaquePartitionedTransactionalSpout:
+class OpaquePartitionedTransactionalSpout(_TwoHalfSpout):
     """A partitioned source that cannot promise the same batch on a replay.
 
     A replayed transaction's batch may differ from its first try (a broker lost records, more
@@ -111,15 +105,3 @@ class OpaquePartitionedTransactionalSpout:
     following the one ``last_meta`` describes, ``None`` for the first, and describe it) and
     optionally ``close()``.
     """
-
-    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        """Declare the emitted fields, the ``TransactionAttempt`` field first."""
-        raise NotImplementedError
-
-    def get_coordinator(self, conf: dict[str, Any], context: TopologyContext) -> Any:
-        """The coordinator half, created once in the coordinator spout's task."""
-        raise NotImplementedError
-
-    def get_emitter(self, conf: dict[str, Any], context: TopologyContext) -> Any:
-        """The emitter half, created once in each emitter task."""
-        raise NotImplementedError
