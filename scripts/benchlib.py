@@ -262,7 +262,9 @@ async def _timeouts(trees: int, timeout: float) -> dict[str, Any]:
     b = TopologyBuilder()
     b.set_spout("s", spout)
     b.set_bolt("drop", Drop()).shuffle_grouping("s")
-    conf = Config({"topology.message.timeout.secs": timeout})
+    # Flow control off: this measures expiry of trees that are all emitted at once.
+    conf = Config({"topology.message.timeout.secs": timeout,
+                   "topology.spout.flow.control": False})
     async with LocalCluster() as cluster:
         await cluster.submit_topology("timeouts", conf, b.create_topology())
         await wait_until(lambda: len(spout.failed_at) == trees, timeout=timeout + 300,
