@@ -21,11 +21,13 @@ from typing import Any, Final
 
 from engine.deadlines import Deadlines
 
-__all__ = ["ACK", "FAIL", "INIT", "RESET", "AckLedger"]
+__all__ = ["ACK", "FAIL", "INIT", "RESET", "TIMEOUT", "AckLedger"]
 
 # Messages into the acker: (INIT, root, val, spout_task), (FAIL, root), (RESET, root), and
-# acks as {root: XOR of ack vals}. Outcomes out of it: (ACK | FAIL, spout_task, root).
-INIT, ACK, FAIL, RESET = 0, 1, 2, 3
+# acks as {root: XOR of ack vals}. Outcomes out of it: (ACK | FAIL, spout_task, root); the
+# acker executor sends expired trees on as (TIMEOUT, spout_task, root), so a timeout needs
+# no stored reason however many trees expire at once.
+INIT, ACK, FAIL, RESET, TIMEOUT = 0, 1, 2, 3, 4
 
 _VAL_SHIFT: Final = 13
 _FAILED: Final = 1 << 12

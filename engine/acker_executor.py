@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from engine.acker import AckLedger
+from engine.acker import TIMEOUT, AckLedger
 from engine.failure import FailReason, FailReasons
 from engine.queues import BatchQueue
 from engine.stats import TaskStats
@@ -37,7 +37,7 @@ class AckerExecutor:
         self._clock = clock
         self.stats = stats
         self._reasons = FailReasons() if reasons is None else reasons
-        self._timeout = FailReason("timeout", f"timed out after {timeout_secs:g} s")
+        self._reasons.timeout = FailReason("timeout", f"timed out after {timeout_secs:g} s")
         self._due = clock() + ledger.tick
 
     async def run(self) -> None:
@@ -76,10 +76,7 @@ class AckerExecutor:
         self._due = now + self.ledger.tick
         decided = self.ledger.expire(now)
         if decided:
-            reasons, timeout = self._reasons, self._timeout
-            for outcome in decided:
-                reasons.record(outcome[2], timeout)
-            self._send(decided)
+            self._send([(TIMEOUT, task, root) for _, task, root in decided])
 
     def _send(self, decided: list[tuple[int, int, int]]) -> None:
         queues, texec = self._queues, self._task_executor

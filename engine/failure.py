@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,12 +56,16 @@ def error_reason(exc: BaseException, component: str | None) -> FailReason:
 class FailReasons:
     """``root -> FailReason`` for failed trees on their way to the spout; first one wins."""
 
-    __slots__ = ("_reasons", "capacity", "dropped")
+    __slots__ = ("_reasons", "capacity", "dropped", "timeout")
 
     def __init__(self, capacity: int = REASON_CAPACITY) -> None:
-        self._reasons: dict[Any, FailReason] = {}
+        # Ordered so that dropping the oldest is O(1) (a dict's first key is not, once
+        # many keys were deleted from its front).
+        self._reasons: OrderedDict[Any, FailReason] = OrderedDict()
         self.capacity = capacity
         self.dropped = 0
+        # The one reason every timed-out tree shares (set by the acker executor).
+        self.timeout = FailReason("timeout", "timed out")
 
     def __len__(self) -> int:
         return len(self._reasons)
@@ -71,7 +76,7 @@ class FailReasons:
         if root in reasons:
             return
         if len(reasons) >= self.capacity:
-            del reasons[next(iter(reasons))]  # the oldest: its tree is long decided
+            reasons.popitem(last=False)  # the oldest: its tree is long decided
             self.dropped += 1
             if self.dropped == 1 or self.dropped % 10000 == 0:
                 log.warning("fail reasons: %d kept at most, %d dropped so far; the spout's "

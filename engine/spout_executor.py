@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.acker import ACK
+from engine.acker import ACK, TIMEOUT
 from engine.collector import SpoutOutputCollector
 from engine.context import TopologyContext
 from engine.failure import FailReason, FailReasons
@@ -229,7 +229,9 @@ class SpoutExecutor:
         for kind, task_id, root in outcomes:
             task = by_id[task_id]
             reason: FailReason | None = None
-            if kind != ACK:
+            if kind == TIMEOUT:
+                reason = self._reasons.timeout
+            elif kind != ACK:
                 reason = self._reasons.take(root)
             msg_id = task.pending.pop(root, None)
             if msg_id is None:
