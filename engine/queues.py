@@ -39,11 +39,12 @@ class BatchQueue:
     acker message lists); its length is what it counts against the bound.
     """
 
-    __slots__ = ("_count", "_getter", "_items", "_peak", "_putters", "maxsize")
+    __slots__ = ("_count", "_getter", "_items", "_last", "_peak", "_putters", "maxsize")
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
         self._count = 0
+        self._last = 1  # tuples in the latest batch put: what the next one is likely to be
         self._items: deque[Any] = deque()
         self._getter: asyncio.Future[None] | None = None
         self._putters: deque[asyncio.Future[None]] = deque()
@@ -58,8 +59,11 @@ class BatchQueue:
         return self._count
 
     def full(self) -> bool:
-        """True while the queue holds ``maxsize`` tuples or more."""
-        return self._count >= self.maxsize
+        """True while a batch as large as the latest one put would not fit: the queue has
+        no room for what its producers send (load-aware shuffle and the stall checks use
+        this; ``fits`` answers for one given batch)."""
+        count = self._count
+        return count >= self.maxsize or (count > 0 and count + self._last > self.maxsize)
 
     def fits(self, n: int) -> bool:
         """True when ``put`` of a batch of ``n`` tuples would not wait."""
@@ -69,7 +73,9 @@ class BatchQueue:
     def put_nowait(self, batch: Any) -> None:
         """Append ``batch`` now, whatever the bound, and wake the consumer."""
         self._items.append(batch)
-        count = self._count + len(batch)
+        n = len(batch)
+        self._last = n
+        count = self._count + n
         self._count = count
         if count > self._peak:
             self._peak = count

@@ -16,9 +16,9 @@ def test_the_bound_counts_tuples() -> None:
     s = q.stats()
     assert (s.size, s.batches, s.maxsize, s.peak) == (7, 2, 10, 7)
     assert q.fits(3) and not q.fits(4)
-    assert not q.full()
+    assert q.full()  # no room for another batch as large as the latest (4 tuples)
     assert q.get_nowait() == [1, 2, 3]
-    assert q.count == 4 and q.fits(6)
+    assert q.count == 4 and q.fits(6) and not q.full()
 
 
 async def test_put_waits_until_the_batch_fits() -> None:
