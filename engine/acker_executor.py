@@ -1,11 +1,11 @@
 """The acker executor: one acker task's loop around its ``AckLedger``.
 
 It applies batches of acker messages (INIT/FAIL/RESET and coalesced ACKs) as they come,
-and every tick fails the trees whose timeout passed, recording a ``"timeout"``
-``FailReason`` for each. A batch that arrives when a tick is overdue (the loop was
-blocked) has its new trees counted from the last tick and its acks applied only after that
-expiry: a tree past its timeout fails, even if the ack that would complete it was sent
-while the loop was held. Decided trees go back,
+and every tick fails the trees whose timeout passed, sending them on as ``TIMEOUT``
+outcomes (the spout executor gives them the topology's one timeout reason). A batch that
+arrives when a tick is overdue (the loop was blocked) has its new trees counted from the
+last tick and its acks applied only after that expiry: a tree past its timeout fails, even
+if the ack that would complete it was sent while the loop was held. Decided trees go back,
 batched per spout executor, with ``put_nowait``: an acker never waits on a full queue.
 """
 
@@ -15,7 +15,6 @@ import asyncio
 from collections.abc import Callable
 
 from engine.acker import TIMEOUT, AckLedger
-from engine.failure import FailReason, FailReasons
 from engine.queues import BatchQueue
 from engine.stats import TaskStats
 
@@ -27,8 +26,7 @@ class AckerExecutor:
 
     def __init__(self, ledger: AckLedger, queue: BatchQueue, queues: list[BatchQueue],
                  task_executor: list[int], spout_executors: list[int],
-                 clock: Callable[[], float], stats: TaskStats,
-                 reasons: FailReasons | None = None, timeout_secs: float = 0.0) -> None:
+                 clock: Callable[[], float], stats: TaskStats) -> None:
         self.ledger = ledger
         self.queue = queue
         self._queues = queues
@@ -36,8 +34,6 @@ class AckerExecutor:
         self._only = spout_executors[0] if len(spout_executors) == 1 else None
         self._clock = clock
         self.stats = stats
-        self._reasons = FailReasons() if reasons is None else reasons
-        self._reasons.timeout = FailReason("timeout", f"timed out after {timeout_secs:g} s")
         self._due = clock() + ledger.tick
 
     async def run(self) -> None:

@@ -1,8 +1,9 @@
 """Why a tree failed: ``FailReason``, and the bounded book that carries it to the spout.
 
 A reason is recorded only when something fails (nothing is stored on the success path):
-a bolt's ``fail``, an exception out of user code, or the acker's timeout. The spout
-executor takes it out when the tree's FAIL reaches it. The first reason recorded for a
+a bolt's ``fail`` or an exception out of user code. The spout executor takes it out when
+the tree's FAIL reaches it. Timeouts store nothing: they arrive as their own outcome and
+share the book's one ``timeout`` reason. The first reason recorded for a
 root wins. Reasons whose root never reaches a spout (the tree was decided already, or
 its spout task was never known) are bounded: past ``capacity`` the oldest go first.
 """
@@ -58,14 +59,16 @@ class FailReasons:
 
     __slots__ = ("_reasons", "capacity", "dropped", "timeout")
 
-    def __init__(self, capacity: int = REASON_CAPACITY) -> None:
+    def __init__(self, capacity: int = REASON_CAPACITY,
+                 timeout_secs: float | None = None) -> None:
         # Ordered so that dropping the oldest is O(1) (a dict's first key is not, once
         # many keys were deleted from its front).
         self._reasons: OrderedDict[Any, FailReason] = OrderedDict()
         self.capacity = capacity
         self.dropped = 0
-        # The one reason every timed-out tree shares (set by the acker executor).
-        self.timeout = FailReason("timeout", "timed out")
+        # The one reason every timed-out tree shares: a timeout needs no entry per root.
+        self.timeout = FailReason("timeout", "timed out" if timeout_secs is None
+                                  else f"timed out after {timeout_secs:g} s")
 
     def __len__(self) -> int:
         return len(self._reasons)

@@ -111,7 +111,7 @@ class RunningTopology:
         self.bolt_executors: list[BoltExecutor] = []
         self.ackers: list[AckerExecutor] = []
         self.task_stats: dict[str, list[TaskStats]] = {}
-        self.reasons = FailReasons()
+        self.reasons = FailReasons(timeout_secs=self.conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS])
         self._logs: dict[str, tuple[ErrorThrottle, IntervalWarning]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._kill_lock = asyncio.Lock()
@@ -142,7 +142,7 @@ class RunningTopology:
             acker_stats.append(stats)
             self.ackers.append(AckerExecutor(
                 AckLedger(timeout, self.clock()), queue, self.queues, self.task_executor,
-                w.spout_executors, self.clock, stats, self.reasons, timeout))
+                w.spout_executors, self.clock, stats))
         self.task_stats["__acker"] = acker_stats
         deadlines = {}
         for cid, cconf in self.component_conf.items():

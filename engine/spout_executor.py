@@ -258,15 +258,8 @@ class SpoutExecutor:
             if (flow is not None and reason.kind == "timeout"
                     and flow.timed_out(self._clock(), len(task.pending) + 1)):
                 self._cut(task, flow, "a tree timed out")
-            fn, is_async = task.fail
-            try:
-                result = fn(msg_id, reason=reason) if task.fail_takes_reason else fn(msg_id)
-                if is_async:
-                    await result
-            except BaseException as exc:
-                if not is_user_error(exc):
-                    raise
-                task.collector.report_error(exc)
+            await self._user(task, task.fail, msg_id,
+                             reason if task.fail_takes_reason else None)
         marker.site = None
 
     def _cut(self, task: SpoutTask, flow: FlowLimit, why: str) -> None:
@@ -277,13 +270,14 @@ class SpoutExecutor:
 
     @staticmethod
     async def _user(task: SpoutTask, user: tuple[Callable[..., Any], bool],
-                    msg_id: Any) -> None:
+                    msg_id: Any, reason: FailReason | None = None) -> None:
+        """Call ``ack``/``fail`` (with ``reason`` as a keyword when given); a user's error
+        is reported, the engine's cancellation propagates."""
         fn, is_async = user
         try:
+            result = fn(msg_id) if reason is None else fn(msg_id, reason=reason)
             if is_async:
-                await fn(msg_id)
-            else:
-                fn(msg_id)
+                await result
         except BaseException as exc:
             if not is_user_error(exc):
                 raise
