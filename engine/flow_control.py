@@ -26,6 +26,12 @@ loss, with delay as the signal):
   about the new limit and is ignored. So is a latency beyond the timeout: only a tree kept
   alive by ``reset_timeout`` gets there, and its user chose that.
 - ``topology.max.spout.pending`` stays a hard cap: the limit never exceeds it.
+- A bolt that keeps tuples un-acked by design (a window until it slides past them, a
+  stateful bolt until the checkpoint that covers them) says for how long in ``hold_secs``.
+  Where that hold can exceed the target, complete latency no longer tells queueing from
+  holding (and a limit that grows one round trip at a time would take minutes to reach
+  what a 10 s window needs), so a spout upstream of such a bolt runs without the adaptive
+  limit, bounded by ``topology.max.spout.pending`` alone, as Storm's spouts are.
 
 Cost when nothing is overloaded: one integer comparison per ``next_tuple`` call (as the
 cap already had) and a few float operations per batch of acks.
@@ -33,7 +39,8 @@ cap already had) and a few float operations per batch of acks.
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
 __all__ = [
     "BETA",
@@ -41,6 +48,7 @@ __all__ = [
     "MIN_LIMIT",
     "TARGET_FRACTION",
     "FlowLimit",
+    "longest_hold",
 ]
 
 INITIAL_LIMIT: Final = 64
@@ -128,3 +136,20 @@ class FlowLimit:
         self._cut_at = now
         self.cuts += 1
         return True
+
+
+def longest_hold(bolts: Iterable[tuple[str, Any]],
+                 conf: Mapping[str, Mapping[str, Any]]) -> tuple[float, str | None]:
+    """The longest by-design hold among ``(component id, bolt)`` pairs, and whose it is.
+
+    A bolt declares its hold with ``hold_secs(conf) -> float`` (the longest it keeps a
+    tuple un-acked on purpose, ``math.inf`` when unbounded in time); a bolt without one
+    holds nothing. ``conf`` maps component id to that component's config.
+    """
+    longest, who = 0.0, None
+    for cid, bolt in bolts:
+        hold = getattr(bolt, "hold_secs", None)
+        seconds = 0.0 if hold is None else float(hold(conf[cid]))
+        if seconds > longest:
+            longest, who = seconds, cid
+    return longest, who

@@ -36,7 +36,7 @@ from engine.config import (
 from engine.context import TopologyContext
 from engine.errors import TopologyError
 from engine.failure import FailReasons
-from engine.flow_control import FlowLimit
+from engine.flow_control import TARGET_FRACTION, FlowLimit, longest_hold
 from engine.log_throttle import ErrorThrottle, IntervalWarning
 from engine.observe.figures import topology_stats
 from engine.outbox import Outbox
@@ -164,6 +164,7 @@ class RunningTopology:
         sample_every = max(1, round(1 / rate)) if rate > 0 else -1
         outbox = Outbox(self.queues, self.task_executor, self.acker_queues, self.watch)
         spout_tasks, bolt_tasks = [], []
+        flow = d.is_spout and self._flow_control(d, conf)
         # One error throttle and one misuse warning per component, shared by its tasks.
         logs = self._logs.setdefault(d.id, (ErrorThrottle(log), IntervalWarning(log, math.inf)))
         for task_id in e.tasks:
@@ -178,7 +179,7 @@ class RunningTopology:
                                             pending, sample_every, self.clock)
                 coll.share_logs(*logs)
                 spout_tasks.append(SpoutTask(task_id, obj, context, coll, stats, pending,
-                                             self._flow_limit(conf)))
+                                             self._flow_limit(conf) if flow else None))
             else:
                 if isinstance(obj, BasicBolt):
                     obj = adapt_basic_bolt(obj)
@@ -194,10 +195,25 @@ class RunningTopology:
         else:
             self.bolt_executors.append(BoltExecutor(d.id, bolt_tasks, queue, outbox))
 
-    def _flow_limit(self, conf: dict[str, Any]) -> FlowLimit | None:
-        """A spout task's adaptive limit, or None (flow control off, or no ackers)."""
+    def _flow_control(self, d: ComponentDef, conf: dict[str, Any]) -> bool:
+        """Whether spout ``d``'s tasks get an adaptive limit: flow control on, ackers on,
+        and no bolt downstream holding tuples longer than the limit's latency target."""
         if not conf[TOPOLOGY_SPOUT_FLOW_CONTROL] or not self.conf[TOPOLOGY_ACKER_EXECUTORS]:
-            return None
+            return False
+        hold, bolt = longest_hold(((b.id, b.obj) for b in self.wiring.downstream(d.id)),
+                                  self.component_conf)
+        timeout = conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS]
+        if hold <= timeout * TARGET_FRACTION:
+            return True
+        held = "until its window slides past them" if math.isinf(hold) else f"{hold:g} s"
+        log.info("flow control off for spout %r: bolt %r holds tuples %s by design, which "
+                 "its latency signal cannot tell from queueing; %s = %s bounds its trees",
+                 d.id, bolt, held, TOPOLOGY_MAX_SPOUT_PENDING,
+                 conf[TOPOLOGY_MAX_SPOUT_PENDING])
+        return False
+
+    def _flow_limit(self, conf: dict[str, Any]) -> FlowLimit:
+        """A spout task's adaptive limit."""
         return FlowLimit(conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS], conf[TOPOLOGY_MAX_SPOUT_PENDING],
                          now=self.clock())
 

@@ -50,6 +50,21 @@ class Wiring:
         """The executors running ``component``'s tasks."""
         return [e for e in self.executors if e.component == component]
 
+    def downstream(self, component: str) -> list[ComponentDef]:
+        """Every bolt a tuple of ``component`` can reach, on any stream, nearest first."""
+        seen: dict[str, ComponentDef] = {}
+        frontier = [component]
+        while frontier:
+            source = frontier.pop(0)
+            for (src, _), subs in self.subscribers.items():
+                if src != source:
+                    continue
+                for d, _ in subs:
+                    if d.id not in seen and d.id != component:
+                        seen[d.id] = d
+                        frontier.append(d.id)
+        return list(seen.values())
+
 
 def split(tasks: list[int], executors: int) -> list[list[int]]:
     """``tasks`` in ``min(executors, len(tasks))`` contiguous runs, the first ones longer."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from engine.basic_bolt import adapt_basic_bolt
 from engine.components import BasicBolt, Bolt
+from engine.config import TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS
 from engine.context import TopologyContext
 from engine.state.barrier import CheckpointBarrier
 from engine.state.checkpoint import (
@@ -179,6 +180,13 @@ class CheckpointForwarder(_CheckpointAware):
 
 class StatefulBoltExecutor(_CheckpointAware):
     """Runs a ``StatefulBolt`` task: state, held acks, and the checkpoint actions."""
+
+    def hold_secs(self, conf: dict[str, Any]) -> float:
+        """How long an ack can wait here by design: until the commit after the next
+        checkpoint (two intervals), or longer where the bolt is a window."""
+        interval = float(conf.get(TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS, 1000)) / 1000
+        inner = getattr(self.inner, "hold_secs", None)
+        return max(2 * interval, 0.0 if inner is None else float(inner(conf)))
 
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
                       collector: Any) -> None:

@@ -24,6 +24,7 @@ import asyncio
 import copy
 import inspect
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -139,6 +140,18 @@ class WindowedBoltExecutor(Bolt):
 
     def component_configuration(self) -> dict[str, Any] | None:
         return self.inner.component_configuration()
+
+    def hold_secs(self, conf: dict[str, Any]) -> float:
+        """How long a tuple can stay un-acked here by design: until the window slides past
+        it (unbounded in time for a count window), plus the lag and watermark interval in
+        event time. Flow control reads this (``engine.flow_control.longest_hold``)."""
+        spec = self.spec
+        if not isinstance(spec.length, Duration) or not isinstance(spec.slide, Duration):
+            return math.inf
+        ms = spec.length.millis + spec.slide.millis
+        if spec.event_time:
+            ms += spec.lag_ms + spec.watermark_interval_ms
+        return ms / 1000
 
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
                       collector: Any) -> None:

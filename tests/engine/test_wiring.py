@@ -42,6 +42,13 @@ def test_tasks_spread_over_executors_in_contiguous_runs() -> None:
     assert w.spout_executors == [0, 1] and w.num_ackers == 2
 
 
+def test_downstream_lists_every_bolt_a_tuple_can_reach_nearest_first() -> None:
+    w = _wiring()
+    assert [d.id for d in w.downstream("s")] == ["split", "sink"]
+    assert [d.id for d in w.downstream("split")] == ["sink"]
+    assert w.downstream("sink") == []
+
+
 def test_subscribers_per_source_stream() -> None:
     subs = _wiring().subscribers
     assert {k: [(d.id, s.kind) for d, s in v] for k, v in subs.items()} == {
