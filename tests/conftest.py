@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from tests.kafka_broker import TestingBroker
 
 pytest_plugins = ("engine.testing",)
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Test workers take tests one by one, except the Spark tests, which all go to one
+    worker together: one JVM and one shared session, never two at once."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SparkTogether(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return "spark" if nodeid.startswith("tests/connectors/spark/") else nodeid
+
+    return SparkTogether(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -86,28 +86,6 @@ def test_bad_arguments_are_status_2() -> None:
         2, "replay_failed: error: --max-offsets-per-task must be at least 1\n")
 
 
-def test_spark_submit_runs_the_job(kafka_broker, tmp_path: Path) -> None:
-    bootstrap = kafka_broker.bootstrap
-    failed_topic, orders = unique("failed"), unique("orders")
-    kafka_broker.create_topic_sync(failed_topic)
-    kafka_broker.create_topic_sync(orders)
-    payloads = [failed(orders, i).to_json() for i in range(3)] + [b"junk"]
-    asyncio.run(produce(bootstrap, failed_topic, payloads))
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
-           "PYSPARK_DRIVER_PYTHON": sys.executable}
-    result = subprocess.run(
-        [str(SPARK_SUBMIT), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
-         "--conf", "spark.ui.showConsoleProgress=false", str(SCRIPT),
-         "--bootstrap-servers", bootstrap, "--failed-topic", failed_topic],
-        capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
-    totals = dict(line.rsplit(None, 1) for line in result.stdout.splitlines()[3:8])
-    assert totals == {"  read": "4", "  malformed": "1", "  duplicates dropped": "0",
-                      "  filtered out": "0", "  replayed": "3"}
-    records = asyncio.run(read_all(bootstrap, orders))
-    assert sorted(r.value for r in records) == [b"v0", b"v1", b"v2"]
-
-
 def test_missing_java_is_one_line_and_status_2() -> None:
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     env["PATH"] = "/nonexistent"
@@ -143,7 +121,7 @@ def test_the_console_script_runs_the_same_command_line(monkeypatch, capsys) -> N
     assert "--max-records-per-sec" in capsys.readouterr().out
 
 
-def test_stdout_is_the_summary_alone_and_skips_are_counted(kafka_broker) -> None:
+def test_spark_submit_runs_the_job_and_stdout_is_the_summary_alone(kafka_broker) -> None:
     bootstrap = kafka_broker.bootstrap
     failed_topic, orders = unique("failed"), unique("orders")
     kafka_broker.create_topic_sync(failed_topic)
@@ -151,16 +129,22 @@ def test_stdout_is_the_summary_alone_and_skips_are_counted(kafka_broker) -> None
     too_many = failed(orders, 100, attempts=9)
     cut = dataclasses.replace(failed(orders, 101), value_truncated=True)
     payloads = [failed(orders, i).to_json() for i in range(11)]
-    asyncio.run(produce(bootstrap, failed_topic, [*payloads, too_many.to_json(), cut.to_json()]))
-    result = _run("--bootstrap-servers", bootstrap, "--failed-topic", failed_topic,
-                  "--max-attempts", "5", "--max-records-per-sec", "10", "--master", "local[1]",
-                  timeout=240)
+    asyncio.run(produce(bootstrap, failed_topic,
+                        [*payloads, too_many.to_json(), cut.to_json(), b"junk"]))
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    result = subprocess.run(
+        [str(SPARK_SUBMIT), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+         "--conf", "spark.ui.showConsoleProgress=false", str(SCRIPT),
+         "--bootstrap-servers", bootstrap, "--failed-topic", failed_topic,
+         "--max-attempts", "5", "--max-records-per-sec", "10"],
+        capture_output=True, text=True, timeout=240, env=env, cwd="/")
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
     assert lines[0] == f"replay of {failed_topic!r} for group 'replay-failed'"
     assert lines[-1].startswith("took ")
     totals = dict(line.rsplit(None, 1) for line in lines[3:10])
-    assert totals == {"  read": "13", "  malformed": "0", "  duplicates dropped": "0",
+    assert totals == {"  read": "14", "  malformed": "1", "  duplicates dropped": "0",
                       "  skipped: over 5 attempts": "1", "  skipped: value truncated": "1",
                       "  filtered out": "0", "  replayed": "11"}
     write = float(lines[-1].split("write ")[1].split(" s")[0])
