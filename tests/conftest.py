@@ -12,13 +12,16 @@ from tests.kafka_broker import TestingBroker
 pytest_plugins = ("engine.testing",)
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Test workers take tests one by one, except the Spark tests, which all go to one
-    worker together: one JVM and one shared session, never two at once."""
+    """Test workers take tests one by one, except the tests of the shared Spark session,
+    which all go to one worker together: one session, started once."""
     from xdist.scheduler import LoadScopeScheduling
 
     class SparkTogether(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            return "spark" if nodeid.startswith("tests/connectors/spark/") else nodeid
+            own_jvm = nodeid.startswith("tests/connectors/spark/test_cli.py")
+            if nodeid.startswith("tests/connectors/spark/") and not own_jvm:
+                return "spark"
+            return nodeid
 
     return SparkTogether(config, log)
 

@@ -1,8 +1,5 @@
 """replay_failed.py's command line: arguments, errors that stop before Spark starts, and a
-run under spark-submit (Spark's own JVM, the code shipped to the workers).
-
-This module runs before any test that uses the shared session (alphabetical order), so
-spark-submit's JVM never runs beside it."""
+run under spark-submit (Spark's own JVM, the code shipped to the workers)."""
 
 from __future__ import annotations
 
