@@ -14,8 +14,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from engine import Bolt, Spout
-from engine.collector import OutputCollector, SpoutOutputCollector
+from engine.collector import OutputCollector
 from engine.context import TopologyContext
+from engine.spout_collector import SpoutOutputCollector
 from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
 

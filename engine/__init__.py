@@ -11,7 +11,7 @@ hotpath.prefer_source()  # before any hot-path module is imported
 # ruff: noqa: E402 (the switch above must run before these imports)
 
 from engine.cluster import LocalCluster
-from engine.collector import BasicOutputCollector, OutputCollector, SpoutOutputCollector
+from engine.collector import BasicOutputCollector, OutputCollector
 from engine.components import BasicBolt, Bolt, Spout
 from engine.config import (
     TOPOLOGY_ACKER_EXECUTORS,
@@ -27,6 +27,7 @@ from engine.context import TopologyContext
 from engine.errors import ConfigError, FailedException, TopologyError
 from engine.failure import FailReason
 from engine.gc_tuning import tune_gc
+from engine.spout_collector import SpoutOutputCollector
 from engine.topology import OutputFieldsDeclarer, Topology, TopologyBuilder
 from engine.tuples import Fields, Tuple
 

@@ -1,5 +1,8 @@
 """Collectors: the four verbs (emit, anchor, ack, fail) turned into outgoing batches.
 
+The bolt's collector and what both share are here; the spout's is in
+``engine.spout_collector``.
+
 Tuples go into the executor's ``Outbox`` (one list per destination executor) and acker
 messages into one list per acker; the outbox flushes both (``engine.outbox`` describes
 when), so nothing here awaits and nothing is allocated per tuple beyond the tuple itself.
@@ -30,7 +33,7 @@ from typing import Any, Final, SupportsIndex
 
 from mypy_extensions import i64
 
-from engine.acker import FAIL, INIT, RESET
+from engine.acker import FAIL, RESET
 from engine.failure import FailReason, FailReasons
 from engine.log_throttle import ErrorThrottle, IntervalWarning
 from engine.outbox import Outbox
@@ -40,8 +43,8 @@ from engine.tuples import IdSource, Source, Tuple
 
 __all__ = [
     "BasicOutputCollector",
+    "Collector",
     "OutputCollector",
-    "SpoutOutputCollector",
 ]
 
 log = logging.getLogger("engine")
@@ -74,7 +77,7 @@ def _pairs(tup: Tuple) -> list[tuple[Any, int]]:
     return list(zip(roots[::2], roots[1::2], strict=True))
 
 
-class _Collector:
+class Collector:
     """Shared routing and delivery for spout and bolt collectors."""
 
     def __init__(self, kind: str, component: str, task_id: int, routes: dict[str, Route],
@@ -163,74 +166,7 @@ class _Collector:
                              self._task_id, verb, now=0.0)
 
 
-class SpoutOutputCollector(_Collector):
-    """What a spout emits with; a ``msg_id`` makes the emitted tuple the root of a tracked tree."""
-
-    def __init__(self, component: str, task_id: int, routes: dict[str, Route], outbox: Outbox,
-                 stats: TaskStats, debug: bool, pending: dict[int, Any],
-                 sample_every: int, clock: Any) -> None:
-        super().__init__("spout", component, task_id, routes, outbox, stats, debug)
-        self._pending = pending
-        self.immediate_acks: list[Any] = []
-        self.emit_count = 0
-        self._sample_every = sample_every
-        self._sample_next = 1
-        self._clock = clock
-        self.started: dict[int, float] = {}
-
-    def emit(self, values: Sequence[Any], msg_id: Any = None,
-             stream: str = "default") -> list[int]:
-        """Emit ``values``; returns the task ids it went to. ``msg_id`` tracks the tree."""
-        route, targets = self._targets(values, stream)
-        self._send(values, msg_id, route.source, targets)
-        return list(targets)
-
-    def emit_direct(self, task_id: SupportsIndex, values: Sequence[Any], msg_id: Any = None,
-                    stream: str = "default") -> None:
-        """Emit ``values`` to ``task_id`` on a direct stream."""
-        route, targets = self._direct_target(task_id, values, stream)
-        self._send(values, msg_id, route.source, targets)
-
-    def _send(self, values: Sequence[Any], msg_id: Any, src: Source, targets: list[int]) -> None:
-        self.emit_count += 1
-        self._stats.emitted += 1
-        outbox = self._outbox
-        bufs, texec = outbox.bufs, outbox.task_executor
-        if self._debug:
-            self._log_emit(values, src.stream, targets)
-        if msg_id is None or not self._num_ackers:
-            for t in targets:
-                ex = texec[t]
-                buf = bufs.get(ex)
-                if buf is None:
-                    bufs[ex] = [Tuple(values, src, t)]
-                else:
-                    buf.append(Tuple(values, src, t))
-            if msg_id is not None:
-                self.immediate_acks.append(msg_id)
-            return
-        ids = self._ids
-        root: Any = int(ids.take())  # boxed once: the pending key, the INIT, every tuple
-        val: i64 = 0
-        for t in targets:
-            edge = ids.take()
-            val ^= edge
-            ex = texec[t]
-            buf = bufs.get(ex)
-            if buf is None:
-                bufs[ex] = [Tuple(values, src, t, root, edge)]
-            else:
-                buf.append(Tuple(values, src, t, root, edge))
-        self._pending[root] = msg_id
-        self._sample_next -= 1
-        if self._sample_next == 0:
-            self._sample_next = self._sample_every
-            self.started[root] = self._clock()
-        n = self._num_ackers
-        outbox.acker_bufs[0 if n == 1 else root % n].append((INIT, root, val, self._task_id))
-
-
-class OutputCollector(_Collector):
+class OutputCollector(Collector):
     """What a bolt emits, anchors, acks and fails with.
 
     Used outside ``execute`` (from the bolt's own task or a callback) it works the same,
@@ -307,36 +243,31 @@ class OutputCollector(_Collector):
         bufs, texec = self._outbox.bufs, self._outbox.task_executor
         if self._debug:
             self._log_emit(values, src.stream, targets)
-        if type(anchors) is Tuple:
-            root = anchors.root
-            for t in targets:
+        single = anchors if type(anchors) is Tuple else None
+        anchor_list = ([] if single is not None or anchors is None
+                       else [a for a in anchors if a.root])
+        for t in targets:
+            if single is not None:
+                root = single.root
                 if root:
                     edge = self._ids.take()
-                    anchors.ack_val ^= edge
-                    tup = Tuple(values, src, t, root, edge, _with_edge(anchors.more, edge))
+                    single.ack_val ^= edge
+                    tup = Tuple(values, src, t, root, edge, _with_edge(single.more, edge))
                 else:
                     tup = Tuple(values, src, t)
-                ex = texec[t]
-                buf = bufs.get(ex)
-                if buf is None:
-                    bufs[ex] = [tup]
-                else:
-                    buf.append(tup)
-            return
-        anchor_list = [] if anchors is None else [a for a in anchors if a.root]
-        for t in targets:
-            tup = Tuple(values, src, t)
-            if anchor_list:
-                merged: dict[Any, i64] = {}
-                for a in anchor_list:
-                    edge = self._ids.take()
-                    a.ack_val ^= edge
-                    for r, _ in _pairs(a):
-                        merged[r] = merged.get(r, 0) ^ edge
-                pairs = list(merged.items())
-                tup.root, tup.edge = pairs[0]
-                if len(pairs) > 1:
-                    tup.more = tuple(x for r, e in pairs[1:] for x in (r, int(e)))
+            else:
+                tup = Tuple(values, src, t)
+                if anchor_list:
+                    merged: dict[Any, i64] = {}
+                    for a in anchor_list:
+                        edge = self._ids.take()
+                        a.ack_val ^= edge
+                        for r, _ in _pairs(a):
+                            merged[r] = merged.get(r, 0) ^ edge
+                    pairs = list(merged.items())
+                    tup.root, tup.edge = pairs[0]
+                    if len(pairs) > 1:
+                        tup.more = tuple(x for r, e in pairs[1:] for x in (r, int(e)))
             ex = texec[t]
             buf = bufs.get(ex)
             if buf is None:

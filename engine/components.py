@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engine.collector import BasicOutputCollector, OutputCollector, SpoutOutputCollector
+    from engine.collector import BasicOutputCollector, OutputCollector
     from engine.context import TopologyContext
+    from engine.spout_collector import SpoutOutputCollector
     from engine.topology import OutputFieldsDeclarer
     from engine.tuples import Tuple
 

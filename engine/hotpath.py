@@ -44,6 +44,7 @@ MODULES = (
     "engine.outbox",
     "engine.queues",
     "engine.routing",
+    "engine.spout_collector",
     "engine.spout_executor",
     "engine.stats",
     "engine.tuples",

@@ -20,7 +20,7 @@ from engine.acker_executor import AckerExecutor
 from engine.basic_bolt import adapt_basic_bolt
 from engine.bolt_executor import BoltExecutor, BoltTask
 from engine.clock import Clock, loop_clock
-from engine.collector import OutputCollector, SpoutOutputCollector
+from engine.collector import OutputCollector
 from engine.components import BasicBolt
 from engine.config import (
     TOPOLOGY_ACKER_EXECUTORS,
@@ -43,6 +43,7 @@ from engine.outbox import Outbox
 from engine.queue_watch import QueueWatch
 from engine.queues import BatchQueue
 from engine.routing import routes_for
+from engine.spout_collector import SpoutOutputCollector
 from engine.spout_executor import SpoutExecutor, SpoutTask
 from engine.stalls import StallMonitor
 from engine.stats import LatencyReservoir, TaskStats

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.acker import ACK, TIMEOUT
-from engine.collector import SpoutOutputCollector
 from engine.context import TopologyContext
 from engine.failure import FailReason, FailReasons
 from engine.flow_control import FlowLimit
 from engine.log_throttle import IntervalWarning
 from engine.outbox import Outbox
 from engine.queues import BatchQueue
+from engine.spout_collector import SpoutOutputCollector
 from engine.stats import LatencyReservoir, TaskStats
 from engine.usercall import accepts, is_user_error, method
 from engine.watchdog import CallSite, CurrentCall, current_call

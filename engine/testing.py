@@ -24,9 +24,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from engine.collector import OutputCollector, SpoutOutputCollector
+from engine.collector import OutputCollector
 from engine.components import Bolt, Spout
 from engine.context import TopologyContext
+from engine.spout_collector import SpoutOutputCollector
 from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
 from engine.virtual_time import VirtualTimeLoop, VirtualTimePolicy

@@ -31,8 +31,8 @@ from engine.transactional.state import COORDINATOR_SCOPE, TransactionalState
 from engine.usercall import awaitable
 
 if TYPE_CHECKING:
-    from engine.collector import SpoutOutputCollector
     from engine.context import TopologyContext
+    from engine.spout_collector import SpoutOutputCollector
     from engine.topology import OutputFieldsDeclarer
 
 __all__ = ["CoordinatorSpout"]

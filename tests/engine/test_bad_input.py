@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from engine import Bolt, Config, LocalCluster, Spout, TopologyBuilder, TopologyError
-from engine.collector import OutputCollector, SpoutOutputCollector
+from engine.collector import OutputCollector
 from engine.outbox import Outbox
 from engine.queues import BatchQueue
 from engine.routing import Route
+from engine.spout_collector import SpoutOutputCollector
 from engine.stats import TaskStats
 from engine.testing import FeederSpout, VirtualTimePolicy, wait_until
 from engine.tuples import Fields, Source, Tuple
