@@ -28,10 +28,12 @@ loss, with delay as the signal):
 - ``topology.max.spout.pending`` stays a hard cap: the limit never exceeds it.
 - A bolt that keeps tuples un-acked by design (a window until it slides past them, a
   stateful bolt until the checkpoint that covers them) says for how long in ``hold_secs``.
-  Where that hold can exceed the target, complete latency no longer tells queueing from
-  holding (and a limit that grows one round trip at a time would take minutes to reach
-  what a 10 s window needs), so a spout upstream of such a bolt runs without the adaptive
-  limit, bounded by ``topology.max.spout.pending`` alone, as Storm's spouts are.
+  Complete latency cannot tell such a hold from queueing, and a limit that grows once
+  per round trip grows once per hold: minutes to reach the tens of thousands of trees a
+  10 s window holds, and never where the hold is counted in tuples (a count window, an
+  event-time window whose watermark moves only as more tuples arrive). So a spout
+  upstream of such a bolt runs without the adaptive limit, bounded by
+  ``topology.max.spout.pending`` alone, as Storm's spouts are.
 
 Cost when nothing is overloaded: one integer comparison per ``next_tuple`` call (as the
 cap already had) and a few float operations per batch of acks.

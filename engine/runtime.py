@@ -36,7 +36,7 @@ from engine.config import (
 from engine.context import TopologyContext
 from engine.errors import TopologyError
 from engine.failure import FailReasons
-from engine.flow_control import TARGET_FRACTION, FlowLimit, longest_hold
+from engine.flow_control import FlowLimit, longest_hold
 from engine.log_throttle import ErrorThrottle, IntervalWarning
 from engine.observe.figures import topology_stats
 from engine.outbox import Outbox
@@ -198,17 +198,16 @@ class RunningTopology:
 
     def _flow_control(self, d: ComponentDef, conf: dict[str, Any]) -> bool:
         """Whether spout ``d``'s tasks get an adaptive limit: flow control on, ackers on,
-        and no bolt downstream holding tuples longer than the limit's latency target."""
+        and no bolt downstream holding tuples by design (``engine.flow_control``)."""
         if not conf[TOPOLOGY_SPOUT_FLOW_CONTROL] or not self.conf[TOPOLOGY_ACKER_EXECUTORS]:
             return False
         hold, bolt = longest_hold(((b.id, b.obj) for b in self.wiring.downstream(d.id)),
                                   self.component_conf)
-        timeout = conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS]
-        if hold <= timeout * TARGET_FRACTION:
+        if not hold:
             return True
-        held = "until its window slides past them" if math.isinf(hold) else f"{hold:g} s"
+        held = "until later tuples move its window" if math.isinf(hold) else f"{hold:g} s"
         log.info("flow control off for spout %r: bolt %r holds tuples %s by design, which "
-                 "its latency signal cannot tell from queueing; %s = %s bounds its trees",
+                 "complete latency cannot tell from queueing; %s = %s bounds its trees",
                  d.id, bolt, held, TOPOLOGY_MAX_SPOUT_PENDING,
                  conf[TOPOLOGY_MAX_SPOUT_PENDING])
         return False

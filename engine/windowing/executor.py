@@ -142,16 +142,15 @@ class WindowedBoltExecutor(Bolt):
         return self.inner.component_configuration()
 
     def hold_secs(self, conf: dict[str, Any]) -> float:
-        """How long a tuple can stay un-acked here by design: until the window slides past
-        it (unbounded in time for a count window), plus the lag and watermark interval in
-        event time. Flow control reads this (``engine.flow_control.longest_hold``)."""
+        """How long a tuple can stay un-acked here by design: the window's length plus its
+        slide in processing time; unbounded in time for a count window and in event time
+        (there the watermark moves only as later tuples arrive). Flow control reads this
+        (``engine.flow_control.longest_hold``)."""
         spec = self.spec
-        if not isinstance(spec.length, Duration) or not isinstance(spec.slide, Duration):
+        if (spec.event_time or not isinstance(spec.length, Duration)
+                or not isinstance(spec.slide, Duration)):
             return math.inf
-        ms = spec.length.millis + spec.slide.millis
-        if spec.event_time:
-            ms += spec.lag_ms + spec.watermark_interval_ms
-        return ms / 1000
+        return (spec.length.millis + spec.slide.millis) / 1000
 
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
                       collector: Any) -> None:

@@ -1,6 +1,7 @@
 """Flow control beside bolts that hold tuples by design, on virtual time: a spout feeding a
-10 s sliding window runs at its source's pace (the adaptive limit would read the window's
-hold as queueing and starve it), while one feeding a bolt with a short hold keeps its limit."""
+10 s sliding window, in processing or in event time, runs at its source's pace (the
+adaptive limit would read the window's hold as queueing and starve it, or in event time
+stop it for good); so does one feeding a stateful bolt, bounded by max spout pending."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ class PacedSpout(Spout):
         self.acked, self.failed_ids = acked, failed
 
     def declare_output_fields(self, declarer: Any) -> None:
-        declarer.declare(["n"])
+        declarer.declare(["n", "ts"])
 
     def open(self, conf: Any, context: Any, collector: Any) -> None:
         self.collector = collector
@@ -44,7 +45,7 @@ class PacedSpout(Spout):
         if self.next >= due:
             await asyncio.sleep(0.01)
         while self.next < due:
-            self.collector.emit([self.next], msg_id=self.next)
+            self.collector.emit([self.next, self.next * 1000 // RATE], msg_id=self.next)
             self.next += 1
 
     def ack(self, msg_id: Any) -> None:
@@ -106,16 +107,38 @@ async def test_a_spout_feeding_a_ten_second_window_keeps_its_pace(
                in r.getMessage() for r in caplog.records)
 
 
-async def test_a_short_checkpoint_hold_keeps_flow_control_on(
+async def test_an_event_time_window_with_a_long_timeout_is_not_stopped() -> None:
+    acked: set[int] = set()
+    failed: list[int] = []
+    sizes: list[int] = []
+    window = (CountWindow(sizes).with_window(Duration(10), Duration(1))
+              .with_timestamp_field("ts").with_watermark_interval(Duration(0.01)))
+    b = TopologyBuilder()
+    b.set_spout("numbers", PacedSpout(acked, failed))
+    b.set_bolt("window", window).shuffle_grouping("numbers")
+    # With a 600 s timeout the adaptive limit's target is a minute; a 64-tree limit would
+    # never move the watermark past a window of 10,000 tuples.
+    conf = {"topology.message.timeout.secs": 600}
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("events", conf, b.create_topology())
+        # All but the last ~11 s of event time leave the window once later tuples came.
+        await wait_until(lambda: len(acked) >= TOTAL - 12 * RATE, timeout=60)
+        assert limit_of(cluster, "events", "numbers") is None
+    assert failed == [] and max(sizes) >= 9 * RATE
+
+
+async def test_a_stateful_bolt_turns_flow_control_off_and_the_cap_holds(
         tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
     acked: set[int] = set()
     b = TopologyBuilder()
     b.set_spout("numbers", PacedSpout(acked, []))
     b.set_bolt("count", Counter()).shuffle_grouping("numbers")
-    conf = {"topology.message.timeout.secs": 30, "topology.state.dir": str(tmp_path)}
+    conf = {"topology.message.timeout.secs": 30, "topology.max.spout.pending": 5000,
+            "topology.state.dir": str(tmp_path)}
     caplog.set_level(logging.INFO, logger="engine")
     async with LocalCluster() as cluster:
         await cluster.submit_topology("counts", conf, b.create_topology())
-        await wait_until(lambda: len(acked) >= 2000, timeout=30)
-        assert limit_of(cluster, "counts", "numbers") is not None  # the adaptive limit
-    assert not any("flow control off" in r.getMessage() for r in caplog.records)
+        await wait_until(lambda: len(acked) >= 5000, timeout=30)
+        assert limit_of(cluster, "counts", "numbers") == 5000  # the cap, not a smaller limit
+    assert any("flow control off for spout 'numbers': bolt 'count' holds tuples 2 s"
+               in r.getMessage() for r in caplog.records)
