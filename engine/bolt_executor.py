@@ -135,6 +135,10 @@ class BoltExecutor:
                 except BaseException as exc:
                     _failed(coll, tup, exc)
 
+    def current_call(self) -> Tuple | None:
+        """The tuple an async ``execute`` is running on now (``None`` between calls)."""
+        return self.current if self.outbox.busy else None
+
     def cancel_current(self, note: str) -> bool:
         """Cancel the async ``execute`` running on ``current``: its tuple fails with
         ``TimeoutError: <note>`` and the executor goes on. False when there is none."""

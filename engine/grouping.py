@@ -58,8 +58,9 @@ class ShuffleGrouper(Grouper):
     """Round-robin over a shuffled order of the targets: even load, no per-call randomness.
 
     Load-aware when given the targets' queues (``watch``), as Storm's load-aware shuffle:
-    a target whose queue is full is left out of the rotation until it has room again, so
-    one stuck task does not stall the others. When every queue is full, the stuck ones
+    a target whose queue is full, or whose task has been on one call for ``watch.secs``, is
+    left out of the rotation until it has room again (or returns), so one stuck task does
+    not stall the others. When every queue is full, the stuck ones
     (``QueueWatch``) are left out (if all are, the rotation stays as it was). The
     rotation is the shuffled targets repeated to at least ``SHUFFLE_CYCLE`` entries, and queues
     are looked at only when it wraps: ``choose`` costs the same as a plain round-robin.
@@ -85,7 +86,8 @@ class ShuffleGrouper(Grouper):
     def _refresh(self, watch: QueueWatch) -> None:
         queues = watch.queues
         pairs = list(zip(self._all, self._executors, strict=True))
-        room = [s for s, ex in pairs if not queues[ex].full()]
+        room = [s for s, ex in pairs
+                if not queues[ex].full() and not watch.hung(ex, watch.secs)]
         if not room:
             room = [s for s, ex in pairs if not watch.stuck(ex)]
         if room:

@@ -20,13 +20,14 @@ leave in one of three ways, and only here:
    executor flushes at the end of its batch.
 
 A batch whose destination queue is full is *held back* in the outbox, not waited on, until
-it reaches ``HOLD_MAX`` tuples (``HOLD_STUCK_MAX`` when the queue is stuck: full and
-taking nothing, see ``engine.queue_watch``); meanwhile shuffle groupings route around
-that queue, so one stuck task does not stop its producer from feeding the others. A
-spout waiting for room in a queue that turns out stuck stops waiting and holds the batch.
-A held batch leaves with the next flush that finds room (bolt executors retry while
-idle). ``blocked`` is True while a spout's polling flush waits for room (the stall
-monitor reads it).
+it reaches ``HOLD_MAX`` tuples (``HOLD_STUCK_MAX`` when the queue is stuck: taking
+nothing, see ``engine.queue_watch``); meanwhile shuffle groupings route around that
+queue, so one stuck task does not stop its producer from feeding the others. A spout
+waiting for room in a queue that turns out stuck stops waiting and holds the batch. A
+held batch leaves with the next flush that finds room (bolt executors retry while idle).
+``stranded`` counts what sits in or is held for the queues of hung consumers.
+``blocked`` is True while a spout's polling flush waits for room (the stall monitor
+reads it).
 
 Acker messages (INIT, FAIL, RESET, coalesced ACKs) always go with ``put_nowait``: the
 acker must never wait on a full queue, or ackers and executors could deadlock.
@@ -143,6 +144,26 @@ class Outbox:
                     continue
                 self.transferred += len(buf)
                 await queue.put(buf)
+
+    def stranded(self, secs: float) -> int:
+        """Tuples sitting in the queues of consumers hung for ``secs`` (``QueueWatch.hung``)
+        or held here for them.
+
+        Their trees can only time out while the consumer hangs; a spout's flow control
+        does not count them against its limit (see ``SpoutExecutor``). Looks at every
+        queue: called only when a spout task reaches its limit, never per tuple.
+        """
+        watch = self.watch
+        if watch is None:
+            return 0
+        n = 0
+        for ex, queue in enumerate(self.queues):
+            if watch.hung(ex, secs):
+                n += len(queue)
+                held = self.bufs.get(ex)
+                if held:
+                    n += len(held)
+        return n
 
     def _holds(self, ex: int, n: int) -> bool:
         """Whether a batch of ``n`` tuples for full queue ``ex`` is held back, not waited on."""

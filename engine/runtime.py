@@ -194,7 +194,9 @@ class RunningTopology:
                 d.id, spout_tasks, queue, outbox, conf[TOPOLOGY_MAX_SPOUT_PENDING],
                 self.clock, self.latency, self.reasons))
         else:
-            self.bolt_executors.append(BoltExecutor(d.id, bolt_tasks, queue, outbox))
+            bex = BoltExecutor(d.id, bolt_tasks, queue, outbox)
+            self.bolt_executors.append(bex)
+            self.watch.consumer(e.index, bex.current_call)
 
     def _flow_control(self, d: ComponentDef, conf: dict[str, Any]) -> bool:
         """Whether spout ``d``'s tasks get an adaptive limit: flow control on, ackers on,

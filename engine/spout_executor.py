@@ -2,7 +2,8 @@
 
 A ``SpoutExecutor`` loops: drain acks and fails from its inbox, call ``next_tuple`` on each
 task (up to ``SPOUT_ROUND`` times, never past the task's in-flight limit: flow control's
-``FlowLimit``, capped by ``topology.max.spout.pending``), flush the emitted batches, then
+``FlowLimit``, capped by ``topology.max.spout.pending``; trees whose tuples are stranded
+in a stuck queue do not count against the flow limit), flush the emitted batches, then
 yield, or wait on the inbox with a growing back-off when nothing was emitted. Outcomes are
 also delivered while an async ``next_tuple`` is suspended. User code is called through
 ``engine.usercall``'s policy. (Bolts run in ``engine.bolt_executor``, ackers in
@@ -149,15 +150,21 @@ class SpoutExecutor:
         cap = flow.limit if flow is not None else self.max_pending
         next_tuple, is_async = task.next_tuple
         start = coll.emit_count
-        limited = False
+        limited = widened = False
         # An async next_tuple may wait on its input: one call per round, so what it emitted
         # is flushed before the next call can wait.
         for _ in range(1 if is_async else SPOUT_ROUND):
             if not self.active:
                 break
             if cap is not None and len(pending) >= cap:
-                limited = True
-                break
+                if flow is None or widened:
+                    limited = True
+                    break
+                widened = True
+                cap = self._beside_stuck(cap, flow.target())
+                if len(pending) >= cap:
+                    limited = True
+                    break
             before = coll.emit_count
             try:
                 if is_async:
@@ -179,6 +186,20 @@ class SpoutExecutor:
                 task.stats.acked += 1
                 await self._user(task, task.ack, msg_id)
         return coll.emit_count - start
+
+    def _beside_stuck(self, limit: int, secs: float) -> int:
+        """The flow limit widened by the tuples stranded in the queues of tasks hung on one
+        call for ``secs`` (the limit's latency target: a call that long is no queue),
+        within the cap.
+
+        A tree whose tuple waits for a hung task can only time out; counted against the
+        limit, such trees fill it (shuffle sends the hung task its share until it is seen
+        hung) and stop the spout, starving the hung task's neighbours until the timeout.
+        ``topology.max.spout.pending`` stays a hard cap.
+        """
+        widened = limit + self.outbox.stranded(secs)
+        cap = self.max_pending
+        return widened if cap is None else min(widened, cap)
 
     async def _next_async(self, next_tuple: Callable[..., Any]) -> None:
         """Await an async ``next_tuple``; should it suspend, deliver outcomes meanwhile.

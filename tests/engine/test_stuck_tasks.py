@@ -14,9 +14,10 @@ import pytest
 from engine import Bolt, Config, LocalCluster, Spout, TopologyBuilder
 from engine.failure import FailReason
 from engine.grouping import SHUFFLE_CYCLE, ShuffleGrouper
-from engine.outbox import HOLD_MAX, Outbox
+from engine.outbox import HOLD_MAX, HOLD_STUCK_MAX, Outbox
 from engine.queue_watch import QueueWatch
 from engine.queues import BatchQueue
+from engine.spout_executor import SPOUT_ROUND
 from engine.testing import FeederSpout, VirtualTimePolicy, wait_until
 
 
@@ -222,3 +223,74 @@ async def test_a_large_batch_waits_for_room_unless_the_queue_is_stuck() -> None:
 
 async def _ignore(item: Any) -> None:
     pass
+
+
+class HangsLater(Bolt):
+    """Task index 0 hangs (``await asyncio.sleep(3600)``) on its first tuple at or after
+    ``hang_at`` (loop time); every other call takes 10 ms. ``done`` counts executions per
+    task index, ``at`` the loop times of task 1's."""
+
+    def __init__(self, hang_at: float) -> None:
+        self.hang_at = hang_at
+        self.done: dict[int, int] = {0: 0, 1: 0}
+        self.at: list[float] = []
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector, self.index = collector, context.task_index
+
+    async def execute(self, tup: Any) -> None:
+        now = asyncio.get_running_loop().time()
+        if self.index == 0 and now >= self.hang_at:
+            await asyncio.sleep(3600)
+        await asyncio.sleep(0.01)
+        self.done[self.index] += 1
+        if self.index == 1:
+            self.at.append(now)
+        self.collector.ack(tup)
+
+
+async def test_trees_stranded_at_a_hung_task_do_not_use_up_the_flow_limit() -> None:
+    # Default max pending (flow control alone); a receive queue deeper than the limit in
+    # force: shuffle sends the hung task its share until it is seen hung, and those trees
+    # can only time out. Counted against the limit they would stop the spout until then.
+    start = asyncio.get_running_loop().time()
+    hang_at = start + 20
+    bolt = HangsLater(hang_at)
+    b = TopologyBuilder()
+    b.set_spout("s", Counting())
+    b.set_bolt("work", bolt, 2).shuffle_grouping("s")
+    conf = Config({"topology.executor.receive.buffer.size": 2048})
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("t", conf, b.create_topology())
+        await asyncio.sleep(45)
+        limit = cluster.stats("t")["executors"][0]["in_flight_limit"]
+    before = sum(1 for t in bolt.at if start + 10 <= t < hang_at) / 10
+    after = sum(1 for t in bolt.at if hang_at + 5 <= t < hang_at + 25) / 20
+    assert before > 50
+    assert after >= 0.5 * before, (before, after, limit)
+
+
+async def test_fields_grouping_onto_a_hung_task_stalls_bounded_and_says_so(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # No grouping can move a key elsewhere: the spout stalls once the hung task's queue is
+    # full and HOLD_STUCK_MAX tuples are held for it; what strands stays within that.
+    start = asyncio.get_running_loop().time()
+    bolt = HangsLater(start + 5)
+    b = TopologyBuilder()
+    b.set_spout("s", Counting())
+    b.set_bolt("work", bolt, 2).fields_grouping("s", ["n"])
+    conf = Config({"topology.executor.receive.buffer.size": 512})
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("t", conf, b.create_topology())
+        await asyncio.sleep(20)
+        stats = cluster.stats("t")
+        done = bolt.done[1]
+        await asyncio.sleep(5)
+        assert bolt.done[1] - done < 5  # stalled, not trickling
+    # The hung task's full queue, what is held for it (up to one round past the bound),
+    # and the neighbour's last round: nothing else is in flight.
+    assert stats["pending"] <= 512 + HOLD_STUCK_MAX + 2 * SPOUT_ROUND, stats["pending"]
+    states = {(s["component"], s["state"]) for s in stats["stalled"]}
+    assert ("s", "blocked") in states and ("work", "hung") in states
+    assert any("waiting" in r.getMessage() and "spout 's'" in r.getMessage()
+               for r in caplog.records)
