@@ -7,6 +7,7 @@ grouping names is declared).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -253,11 +254,18 @@ class TopologyBuilder:
 def _with_executors(defs: list[ComponentDraft]) -> list[ComponentDraft]:
     """The definitions with windowed bolts in their executors and, when a bolt is stateful,
     checkpointing wired in; the builder's own definitions stay as declared."""
-    # Imported here: both packages build on this module.
-    from engine.state.wiring import wire_checkpoints
-    from engine.windowing.wiring import wrap_windowed
+    # A windowed or stateful bolt is an instance of a class from its package, so a package
+    # not imported yet has none here: a plain topology does not pay for importing them
+    # (imported here in any case, as both packages build on this module).
+    if "engine.windowing" in sys.modules:
+        from engine.windowing.wiring import wrap_windowed
 
-    return wire_checkpoints([wrap_windowed(d) for d in defs])
+        defs = [wrap_windowed(d) for d in defs]
+    if "engine.state" in sys.modules:
+        from engine.state.wiring import wire_checkpoints
+
+        defs = wire_checkpoints(defs)
+    return defs
 
 
 def _check_component(d: ComponentDraft, seen: dict[str, ComponentDef]) -> dict[str, StreamDef]:
