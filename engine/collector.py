@@ -51,8 +51,9 @@ log = logging.getLogger("engine")
 
 # A tracked tuple's ``ack_val`` once it is acked or failed: a second ack or fail sees it.
 # (An ``ack_val`` is a XOR of random 64-bit edge ids; it equals this by chance with
-# probability 2**-64, the odds Storm accepts for a tree's XOR reaching zero early.)
-_DONE: Final[i64] = -(2**63)
+# probability 2**-64, the odds Storm accepts for a tree's XOR reaching zero early.) It
+# fits compiled code's small ints: comparing with it converts no boxed integer.
+_DONE: Final[i64] = -(2**61)
 
 
 def _with_edge(more: tuple[int, ...] | None, edge: i64) -> tuple[int, ...] | None:
