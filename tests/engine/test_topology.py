@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -155,3 +158,20 @@ def test_a_created_topology_is_frozen_against_its_declarers() -> None:
     with pytest.raises(TypeError):
         topology.components["s"].streams["x"] = sink  # type: ignore[index]
     assert b.create_topology().components["sink"].num_tasks == 4  # the builder goes on
+
+
+def test_creating_a_plain_topology_imports_neither_windowing_nor_state() -> None:
+    # In a fresh interpreter: this test process may have imported both packages already.
+    code = """
+import sys
+from engine import TopologyBuilder
+from engine.testing import CaptureBolt, FeederSpout
+b = TopologyBuilder()
+b.set_spout("s", FeederSpout(["x"]))
+b.set_bolt("b", CaptureBolt()).shuffle_grouping("s")
+b.create_topology()
+print(sorted(m for m in ("engine.windowing", "engine.state") if m in sys.modules))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "[]"
