@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -34,42 +33,11 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import MessageSizeTooLargeError
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
+from engine.murmur2 import default_partition, murmur2
+
 __all__ = ["BatchSender", "murmur2"]
 
-_WORDS = struct.Struct("<I")
 _RECORD_OVERHEAD = 128  # more than a record batch's header and one record's framing
-_M = 0x5BD1E995
-_MASK = 0xFFFFFFFF
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's murmur2 of ``data`` (as the Java client's ``Utils.murmur2``, unsigned).
-
-    The same value as ``aiokafka.partitioner.murmur2``, computed a word at a time.
-    """
-    length = len(data)
-    h = 0x9747B28C ^ length
-    body = length & ~3
-    for (k,) in _WORDS.iter_unpack(data[:body]):
-        k = (k * _M) & _MASK
-        k ^= k >> 24
-        h = (((h * _M) & _MASK) ^ ((k * _M) & _MASK))
-    extra = length & 3
-    if extra:
-        if extra == 3:
-            h ^= data[body + 2] << 16
-        if extra >= 2:
-            h ^= data[body + 1] << 8
-        h = ((h ^ data[body]) * _M) & _MASK
-    h ^= h >> 13
-    h = (h * _M) & _MASK
-    return h ^ (h >> 15)
-
-
-def _default_partition(key: bytes, all_partitions: list[int], available: list[int]) -> int:
-    """Kafka's default partition of a keyed record: murmur2 of the key, positive, modulo."""
-    return all_partitions[(murmur2(key) & 0x7FFFFFFF) % len(all_partitions)]
-
 Done = Callable[[list[Any], "asyncio.Future[Any]"], None]
 
 
@@ -82,7 +50,7 @@ class BatchSender:
         self._producer = producer
         self._topic = topic
         self._on_done = on_done
-        self._partitioner = partitioner or _default_partition
+        self._partitioner = partitioner or default_partition
         self._linger = linger
         self._max_request_size = max_request_size
         self._max_queued = max_queued

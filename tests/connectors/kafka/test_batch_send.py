@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import random
 from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import MessageSizeTooLargeError
-from aiokafka.partitioner import murmur2 as reference_murmur2
 
-from connectors.kafka.batch_send import BatchSender, murmur2
+from connectors.kafka.batch_send import BatchSender
 from tests.connectors.kafka.helpers import read_all, unique
-
-
-def test_murmur2_matches_the_kafka_clients() -> None:
-    rng = random.Random(3)
-    for _ in range(5000):
-        data = os.urandom(rng.randint(0, 41))
-        assert murmur2(data) == reference_murmur2(data)
 
 
 async def test_keyed_records_land_where_the_producer_would_put_them_in_order(
