@@ -40,6 +40,7 @@ from stormloop_build import (  # found through the path entry above
     say,
 )
 
+GROUP_DIR = GROUP.split(".")[:-1]
 PURE_COST = ("the plain Python hot path runs the word count 1.1 to 1.5 times slower "
              "(the most without ackers); set STORMLOOP_PURE=1 to skip compiling on purpose")
 
@@ -73,20 +74,9 @@ class BuildHotPath(build_ext):
         say(f"stormloop: compiling the hot path with mypyc ({names}); this takes about "
             f"10-20 s. To skip it: STORMLOOP_PURE=1 pip install ...")
         started = time.monotonic()
+        self._hotpath = hotpath
         try:
-            from mypyc.build import mypycify
-
-            sources = [name.replace(".", "/") + ".py" for name in hotpath.MODULES]
-            # One C file per module and the runtime library's files apart, so that they
-            # compile in parallel. Modules outside the hot path are read for their types
-            # only: their own imports (aiohttp, orjson...) are not in the build environment.
-            built = mypycify(["--follow-imports=silent", *sources], opt_level="2",
-                             debug_level="0", group_name=GROUP, include_runtime_files=False,
-                             multi_file=True)
-            for ext in built:  # multi_file puts the group's header under build/engine
-                ext.include_dirs.append(str(Path("build", *GROUP.split(".")[:-1])))
-            self._take_sources(built)
-            super().run()
+            super().run()  # sets up the compiler, then build_extensions below
         except (Exception, SystemExit) as exc:  # mypyc exits on type errors
             self._fall_back(hotpath, f"compilation failed: {type(exc).__name__}: {exc}")
             return
@@ -96,25 +86,59 @@ class BuildHotPath(build_ext):
         # distutils compiles an extension's sources one after the other, and extensions
         # one after the other: here the C files of one extension (the engine's modules and
         # the runtime library's files) compile side by side, and so do the small
-        # per-module extensions.
-        compile_one = self.compiler.compile
+        # per-module extensions. The runtime library's files do not depend on the engine's
+        # code, so they compile while mypyc analyses it (one core each).
+        from mypyc.build import get_cflags, include_dir, mypycify
+        from mypyc.common import RUNTIME_C_FILES
 
-        def compile_parallel(sources: list[str], *args: Any, **kwargs: Any) -> list[str]:
-            if len(sources) < 2:
-                return compile_one(sources, *args, **kwargs)
+        compile_one = self.compiler.compile
+        workers = max(2, os.cpu_count() or 1)
+        early_pool = ThreadPoolExecutor(workers)
+        early_args = {"output_dir": self.build_temp, "macros": [],
+                      "include_dirs": [include_dir(), "build", str(Path("build", *GROUP_DIR))],
+                      "debug": self.debug,
+                      "extra_postargs": get_cflags(compiler_type=self.compiler.compiler_type,
+                                                   opt_level="2", debug_level="0",
+                                                   multi_file=True)}
+        early = {}
+        for name in RUNTIME_C_FILES:
+            source = Path("build", name)  # where mypyc copies it (it keeps an equal file)
+            source.parent.mkdir(parents=True, exist_ok=True)
+            source.write_bytes(Path(include_dir(), name).read_bytes())
+            early[str(source)] = early_pool.submit(compile_one, [str(source)], **early_args)
+
+        def compile_parallel(sources: list[str], **kwargs: Any) -> list[str]:
+            same = {k: kwargs.get(k) for k in early_args} == early_args
+            if not same:  # not expected; those objects are rebuilt, not written over
+                for future in early.values():
+                    future.exception()
+            ready = {s: early[s] for s in sources if same and s in early}
+            rest = [s for s in sources if s not in ready]
             # The largest file first, so that it is not the one left running at the end.
-            ordered = sorted(sources, key=lambda s: -os.path.getsize(s))
-            with ThreadPoolExecutor(max(2, os.cpu_count() or 1)) as pool:
-                done = dict(zip(ordered, pool.map(
-                    lambda s: compile_one([s], *args, **kwargs), ordered), strict=True))
+            rest.sort(key=lambda s: -os.path.getsize(s))
+            with ThreadPoolExecutor(workers) as pool:
+                done = dict(zip(rest, pool.map(lambda s: compile_one([s], **kwargs), rest),
+                                strict=True))
+            done.update({s: future.result() for s, future in ready.items()})
             return [obj for source in sources for obj in done[source]]
 
-        self.compiler.compile = compile_parallel
-        self.parallel = max(2, os.cpu_count() or 1)
         try:
+            sources = [name.replace(".", "/") + ".py" for name in self._hotpath.MODULES]
+            # One C file per module and the runtime library's files apart, so that they
+            # compile in parallel. Modules outside the hot path are read for their types
+            # only: their own imports (aiohttp, orjson...) are not in the build environment.
+            built = mypycify(["--follow-imports=silent", *sources], opt_level="2",
+                             debug_level="0", group_name=GROUP, include_runtime_files=False,
+                             multi_file=True)
+            for ext in built:  # multi_file puts the group's header under build/engine
+                ext.include_dirs.append(str(Path("build", *GROUP_DIR)))
+            self._take_sources(built)
+            self.compiler.compile = compile_parallel
+            self.parallel = workers
             super().build_extensions()
         finally:
             self.compiler.compile = compile_one
+            early_pool.shutdown(wait=True, cancel_futures=True)
 
     def _take_sources(self, built: list[Extension]) -> None:
         """Give the planned extensions (which setuptools has prepared) what mypyc made."""
