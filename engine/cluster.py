@@ -169,7 +169,14 @@ class LocalCluster:
         return await serve(self, host, port)
 
     def http_app(self) -> web.Application:
-        """The same endpoint as an ``aiohttp.web.Application``, to mount in your own."""
-        from engine.observe.server import make_app
-
+        """The same endpoint as an ``aiohttp.web.Application``, to mount in your own (needs
+        aiohttp, which a service mounting it has; ``serve_http`` does not)."""
+        try:
+            from engine.observe.aiohttp_app import make_app
+        except ModuleNotFoundError as exc:
+            if exc.name != "aiohttp":
+                raise
+            raise ModuleNotFoundError("http_app() returns an aiohttp application and needs "
+                                      "aiohttp: pip install 'stormloop[aiohttp]' (serve_http "
+                                      "needs nothing more)", name="aiohttp") from None
         return make_app(self)

@@ -1,145 +1,151 @@
-"""The HTTP endpoint: an aiohttp application on the topology's own event loop.
+"""The HTTP endpoint: a small HTTP/1.1 server on asyncio streams, on the topology's own
+event loop, answering GET and HEAD with ``routes.Routes``.
 
-Routes: ``/metrics`` (Prometheus text), ``/api/v1/topologies``,
-``/api/v1/topology/{name}?window=600|10800|:all-time``,
-``/api/v1/topology/{name}/component/{id}``, ``/api/v1/topology/{name}/graph.svg``,
-``/healthz``, ``/readyz`` and ``/`` (the status page). Handlers only read figures; none
-awaits anything but the network, so a scrape cannot stall the topology for long.
+It needs no web framework: requests are a request line and headers (bodies are not
+expected and at most ``MAX_BODY`` bytes are read past), connections are kept alive as
+HTTP/1.1 says, and an idle connection is closed after ``IDLE_TIMEOUT`` seconds. A request
+it cannot read gets a 400 and the connection closes; any other method gets a 405.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+import logging
+from functools import partial
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, unquote, urlsplit
 
-from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-
-from engine.errors import TopologyError
-from engine.observe.metrics import registry_for
-from engine.observe.observer import Observer
-from engine.observe.page import render_page
-from engine.observe.svg import render_svg
-from engine.observe.windows import parse_window
+from engine.observe.routes import Response, Routes
 
 if TYPE_CHECKING:
     from engine.cluster import LocalCluster
 
-__all__ = ["HttpServer", "make_app", "serve"]
+__all__ = ["HttpServer", "serve"]
 
-OBSERVER: web.AppKey[Observer] = web.AppKey("stormloop_observer", Observer)
-REGISTRY: web.AppKey[CollectorRegistry] = web.AppKey("stormloop_registry", CollectorRegistry)
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+log = logging.getLogger(__name__)
 
+IDLE_TIMEOUT = 75.0
+"""Seconds a kept-alive connection may wait for its next request."""
+MAX_HEADERS = 100
+MAX_BODY = 1 << 20
 
-def _json_error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
-
-
-def _guarded(handler: Handler) -> Handler:
-    """Turn a bad window or an unknown topology/component into a one-line JSON error."""
-    async def wrapped(request: web.Request) -> web.StreamResponse:
-        try:
-            return await handler(request)
-        except TopologyError as exc:  # before ValueError, its base
-            return _json_error(404, str(exc))
-        except ValueError as exc:
-            return _json_error(400, str(exc))
-    return wrapped
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+            413: "Content Too Large", 500: "Internal Server Error",
+            503: "Service Unavailable"}
 
 
-def _window(request: web.Request) -> str:
-    return parse_window(request.query.get("window"))
+class _BadRequest(Exception):
+    """The request cannot be read; answered with ``status`` and the connection closed."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
-async def _metrics(request: web.Request) -> web.Response:
-    body = generate_latest(request.app[REGISTRY])
-    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+async def _read_request(reader: asyncio.StreamReader
+                        ) -> tuple[str, str, str, dict[str, str]] | None:
+    """Method, target, version and headers (names lower-cased) of the next request, or
+    None at a clean end of the connection."""
+    try:
+        line = await reader.readline()
+        while line in (b"\r\n", b"\n"):  # blank lines before a request are allowed
+            line = await reader.readline()
+        if not line:
+            return None
+        parts = line.decode("latin-1").split()
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            raise _BadRequest(f"malformed request line {line[:80]!r}")
+        headers: dict[str, str] = {}
+        while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):
+            name, colon, value = header.decode("latin-1").partition(":")
+            if not colon or len(headers) >= MAX_HEADERS:
+                raise _BadRequest("malformed or too many header lines")
+            headers[name.strip().lower()] = value.strip()
+    except ValueError as exc:  # a line past the stream's limit (64 KiB)
+        raise _BadRequest(f"request line or header too long: {exc}") from None
+    if "chunked" in headers.get("transfer-encoding", ""):
+        raise _BadRequest("a request body is not expected")
+    try:
+        length = int(headers.get("content-length", "0"))
+    except ValueError:
+        raise _BadRequest("malformed Content-Length") from None
+    if length > MAX_BODY:
+        raise _BadRequest("a request body is not expected", 413)
+    if length > 0:
+        await reader.readexactly(length)
+    return parts[0], parts[1], parts[2], headers
 
 
-async def _topologies(request: web.Request) -> web.Response:
-    return web.json_response(request.app[OBSERVER].topologies())
+def _encode(answer: Response, *, keep_alive: bool, head: bool, allow: bool = False) -> bytes:
+    lines = [f"HTTP/1.1 {answer.status} {_REASONS.get(answer.status, 'Unknown')}",
+             f"Content-Type: {answer.content_type}",
+             f"Content-Length: {len(answer.body)}",
+             "Connection: keep-alive" if keep_alive else "Connection: close"]
+    if allow:
+        lines.append("Allow: GET, HEAD")
+    head_bytes = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    return head_bytes if head else head_bytes + answer.body
 
 
-async def _topology(request: web.Request) -> web.Response:
-    observer = request.app[OBSERVER]
-    return web.json_response(observer.topology(request.match_info["name"], _window(request)))
+def _keep_alive(version: str, headers: dict[str, str]) -> bool:
+    connection = headers.get("connection", "").lower()
+    if version == "HTTP/1.0":
+        return "keep-alive" in connection
+    return "close" not in connection
 
 
-async def _component(request: web.Request) -> web.Response:
-    observer = request.app[OBSERVER]
-    return web.json_response(observer.component(request.match_info["name"],
-                                                request.match_info["component"],
-                                                _window(request)))
+def _answer(routes: Routes, method: str, target: str) -> tuple[Response, bool]:
+    """The response to one request, and whether it is a 405 (which names what is allowed)."""
+    if method not in ("GET", "HEAD"):
+        return Response(405, "text/plain; charset=utf-8", b"405: Method Not Allowed"), True
+    url = urlsplit(target)
+    segments = [unquote(s) for s in url.path.lstrip("/").split("/")]
+    try:
+        return routes.respond(segments, dict(parse_qsl(url.query))), False
+    except Exception:
+        log.exception("HTTP endpoint: %s %s failed", method, target)
+        return Response(500, "text/plain; charset=utf-8", b"500: Internal Server Error"), False
 
 
-def _svg(observer: Observer, name: str, window: str) -> str:
-    view = observer.topology(name, window)
-    figures = {s["spoutId"]: s for s in view["spouts"]}
-    figures.update({b["boltId"]: b for b in view["bolts"]})
-    return render_svg(observer.runtime(name).topology, figures)
-
-
-async def _graph(request: web.Request) -> web.Response:
-    svg = _svg(request.app[OBSERVER], request.match_info["name"], _window(request))
-    return web.Response(text=svg, content_type="image/svg+xml")
-
-
-async def _page(request: web.Request) -> web.Response:
-    observer = request.app[OBSERVER]
-    names = sorted(observer.runtimes())
-    name = request.query.get("topology")
-    if name not in names:
-        name = names[0] if names else None
-    window = _window(request)
-    svg = _svg(observer, name, window) if name else ""
-    return web.Response(text=render_page(names, name, window, svg), content_type="text/html")
-
-
-async def _healthz(request: web.Request) -> web.Response:
-    return web.Response(text="ok\n")
-
-
-async def _readyz(request: web.Request) -> web.Response:
-    why = request.app[OBSERVER].readiness()
-    if why is None:
-        return web.Response(text="ready\n")
-    return web.Response(text=f"not ready: {why}\n", status=503)
-
-
-async def _sampler(app: web.Application) -> AsyncIterator[None]:
-    task = asyncio.get_running_loop().create_task(app[OBSERVER].run())
-    yield
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-
-
-def make_app(cluster: LocalCluster) -> web.Application:
-    """An ``aiohttp.web.Application`` serving ``cluster``; mount it or run it."""
-    app = web.Application()
-    observer = Observer(cluster)
-    app[OBSERVER] = observer
-    app[REGISTRY] = registry_for(observer)
-    app.cleanup_ctx.append(_sampler)
-    app.router.add_get("/metrics", _metrics)
-    app.router.add_get("/api/v1/topologies", _topologies)
-    app.router.add_get("/api/v1/topology/{name}", _guarded(_topology))
-    app.router.add_get("/api/v1/topology/{name}/component/{component}", _guarded(_component))
-    app.router.add_get("/api/v1/topology/{name}/graph.svg", _guarded(_graph))
-    app.router.add_get("/healthz", _healthz)
-    app.router.add_get("/readyz", _readyz)
-    app.router.add_get("/", _guarded(_page))
-    return app
+async def _connection(routes: Routes, open_writers: set[asyncio.StreamWriter],
+                      reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    open_writers.add(writer)
+    try:
+        while True:
+            try:
+                request = await asyncio.wait_for(_read_request(reader), IDLE_TIMEOUT)
+            except _BadRequest as exc:
+                text = f"{exc.status}: {exc}".encode()
+                writer.write(_encode(Response(exc.status, "text/plain; charset=utf-8", text),
+                                     keep_alive=False, head=False))
+                await writer.drain()
+                return
+            if request is None:
+                return
+            method, target, version, headers = request
+            answer, not_allowed = _answer(routes, method, target)
+            keep_alive = _keep_alive(version, headers)
+            writer.write(_encode(answer, keep_alive=keep_alive, head=method == "HEAD",
+                                 allow=not_allowed))
+            await writer.drain()
+            if not keep_alive:
+                return
+    except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+        pass  # idle too long, or the client went away: nothing to answer
+    finally:
+        open_writers.discard(writer)
+        writer.close()
 
 
 class HttpServer:
     """A running endpoint: ``host``, ``port`` (the bound one) and ``await close()``."""
 
-    def __init__(self, runner: web.AppRunner, host: str, port: int) -> None:
-        self._runner = runner
+    def __init__(self, server: asyncio.Server, sampler: asyncio.Task[None],
+                 open_writers: set[asyncio.StreamWriter], host: str, port: int) -> None:
+        self._server = server
+        self._sampler = sampler
+        self._open_writers = open_writers
         self.host = host
         self.port = port
 
@@ -150,19 +156,23 @@ class HttpServer:
         return f"http://{host}:{self.port}/"
 
     async def close(self) -> None:
-        """Stop listening and release the socket; idempotent."""
-        await self._runner.cleanup()
+        """Stop listening, close open connections and release the socket; idempotent."""
+        self._server.close()
+        for writer in list(self._open_writers):
+            writer.close()
+        self._sampler.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._sampler
+        await self._server.wait_closed()
 
 
 async def serve(cluster: LocalCluster, host: str = "127.0.0.1", port: int = 0) -> HttpServer:
-    """Serve ``make_app(cluster)`` on ``host:port`` (0: a free port) in this event loop."""
-    runner = web.AppRunner(make_app(cluster), access_log=None, handle_signals=False)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, host, port)
-        await site.start()
-    except BaseException:
-        await runner.cleanup()
-        raise
-    bound = runner.addresses[0]
-    return HttpServer(runner, host, int(bound[1]))
+    """Serve ``cluster``'s endpoint on ``host:port`` (0: a free port) in this event loop."""
+    routes = Routes(cluster)
+    open_writers: set[asyncio.StreamWriter] = set()
+    server = await asyncio.start_server(partial(_connection, routes, open_writers),
+                                        host, port)
+    sampler = asyncio.get_running_loop().create_task(routes.observer.run(),
+                                                     name="stormloop-http-sampler")
+    bound = server.sockets[0].getsockname()
+    return HttpServer(server, sampler, open_writers, host, int(bound[1]))
