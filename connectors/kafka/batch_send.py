@@ -87,11 +87,19 @@ class BatchSender:
                   headers: list[tuple[str, bytes]] | None = None,
                   partition: int | None = None) -> None:
         """Append one record (to ``partition`` if given); ``item`` is passed to ``on_done``
-        with its batch.
+        with its batch. Waits while ``max_queued`` full batches wait for the sender.
 
         Raises ``MessageSizeTooLargeError`` (as ``AIOKafkaProducer.send``) for a record
         larger than ``max_request_size``; nothing is added then.
         """
+        if not self.add_nowait(key, value, item, headers, partition):
+            await self.room()
+
+    def add_nowait(self, key: bytes | None, value: bytes | None, item: Any,
+                   headers: list[tuple[str, bytes]] | None = None,
+                   partition: int | None = None) -> bool:
+        """``add`` without the wait: the record is appended either way; False means the
+        caller should ``await room()`` before adding more."""
         if len(value or b"") + len(key or b"") + _RECORD_OVERHEAD > self._max_request_size:
             self._check_size(key, value)
         if partition is not None:
@@ -114,6 +122,13 @@ class BatchSender:
             self._queued += 1
         items.append(item)
         self._wake.set()
+        if self._queued >= self._max_queued:
+            self._room.clear()
+            return False
+        return True
+
+    async def room(self) -> None:
+        """Return once fewer than ``max_queued`` full batches wait for the sender."""
         if self._queued >= self._max_queued:
             self._room.clear()
             await self._room.wait()

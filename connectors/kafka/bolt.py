@@ -108,7 +108,8 @@ class KafkaBolt(Bolt):
         value = encode_value(self._value(tup), self.value_format)
         self._sent += 1
         try:
-            await self._sender.add(key, value, tup)
+            if not self._sender.add_nowait(key, value, tup):
+                await self._sender.room()
         except KafkaError as exc:  # refused before sending (too large, no metadata)
             self._failed(tup, exc)
 

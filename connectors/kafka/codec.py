@@ -133,6 +133,8 @@ def encode_key(key: Any) -> bytes | None:
 
 def encode_value(value: Any, value_format: str) -> bytes | None:
     """Value bytes for ``value_format``; ``None`` is a tombstone (no value)."""
+    if type(value) is bytes and value_format != "json":  # the common case first
+        return value
     if value is None:
         return None
     if value_format == "json":
