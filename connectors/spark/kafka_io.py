@@ -255,6 +255,7 @@ class _Writer:
 
     async def write(self, rows: Rows) -> None:
         """Hand every record of ``rows`` to the producer."""
+        paced = self._pace.rate is not None
         for value, key, topic, partition, hdrs in zip(rows.values, rows.keys, rows.topics,
                                                       rows.partitions, rows.headers,
                                                       strict=True):
@@ -263,7 +264,8 @@ class _Writer:
                 raise ValueError("a row has no 'topic' and the sink has no default "
                                  "'topic' option")
             sender = self._senders.get(topic) or await self._sender(topic)
-            await self._pace.wait()
+            if paced:
+                await self._pace.wait()
             self._outstanding += 1
             self._answered.clear()
             await sender.add(key, value, None, headers=hdrs, partition=partition)

@@ -85,7 +85,8 @@ def _tally_batch(batch: pa.RecordBatch, tally: Tally, dry_run: bool) -> Rows:
         tally.sample(planned=list(zip(*(kept.column(c).to_pylist() for c in (
             "topic", "partition", "offset", "_target", "attempts", "reason")), strict=True)))
         return Rows([], [], [], [], [])
-    headers = [list(zip(REPLAY_HEADERS, values, strict=True)) for values in zip(
+    h0, h1, h2, h3, h4 = REPLAY_HEADERS
+    headers = [[(h0, a), (h1, b), (h2, c), (h3, d), (h4, e)] for a, b, c, d, e in zip(
         *(_strings(kept, c) for c in _HEADER_COLUMNS), strict=True)]
     return Rows(kept.column("value").to_pylist(), kept.column("key").to_pylist(),
                 kept.column("_target").to_pylist(), [None] * kept.num_rows, headers)
