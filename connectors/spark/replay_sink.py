@@ -25,7 +25,7 @@ from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterComm
 from pyspark.sql.types import StructType
 
 from connectors.kafka.failed import REPLAY_HEADERS
-from connectors.spark.datasource import _client, _required
+from connectors.spark.datasource import client_settings, required_option
 from connectors.spark.kafka_io import Rows, write_rows
 from connectors.spark.tally import Fate, Tally
 
@@ -95,8 +95,8 @@ def _tally_batch(batch: pa.RecordBatch, tally: Tally, dry_run: bool) -> Rows:
 class _ReplayWriter(DataSourceArrowWriter):
     def __init__(self, options: Mapping[str, str], tally: Accumulator) -> None:
         self.dry_run = options.get("dryRun", "false") == "true"
-        self.bootstrap = "" if self.dry_run else _required(options, "kafka.bootstrap.servers")
-        self.client = _client(options)
+        self.bootstrap = "" if self.dry_run else required_option(options, "kafka.bootstrap.servers")
+        self.client = client_settings(options)
         rate = options.get("maxRecordsPerSec")
         self.rate = float(rate) if rate else None
         self.tally = tally
