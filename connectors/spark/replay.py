@@ -119,8 +119,9 @@ def _replay(spark: SparkSession, options: ReplayOptions, ranges: list[OffsetRang
               .option("kafka.client", client_option(options.client))
               .option("dryRun", str(options.dry_run).lower()))
     if options.max_records_per_sec is not None:
-        # The limit is for the job: each writing task gets its share.
-        tasks = max(1, rows.rdd.getNumPartitions())
+        # The limit is for the job: each writing task gets its share. The writing tasks are
+        # the window's shuffle partitions (adaptive execution may merge some, never split).
+        tasks = max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 1))
         writer = writer.option("maxRecordsPerSec", str(options.max_records_per_sec / tasks))
     spark.sparkContext.setJobDescription(f"replay {options.failed_topic}")
     try:

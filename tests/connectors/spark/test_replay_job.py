@@ -128,3 +128,25 @@ def test_every_fate_counted_once_across_writing_tasks(kafka_broker, spark) -> No
     assert sorted(r.value for r in records) == sorted(b"v%d" % o for o in replayed)
     attempts = {r.value: dict(r.headers)[REPLAY_HEADERS[3]] for r in records}
     assert attempts[b"v2"] == b"5" and attempts[b"v7"] == b"4"
+
+
+def test_writes_stay_under_the_rate_limit(kafka_broker, spark) -> None:
+    bootstrap = kafka_broker.bootstrap
+    failed_topic, orders = unique("failed"), unique("orders")
+    kafka_broker.create_topic_sync(failed_topic)
+    kafka_broker.create_topic_sync(orders)
+    _produce(bootstrap, failed_topic, [failed(orders, i).to_json() for i in range(40)], 0)
+    # Without coalescing, both shuffle partitions get a writing task even for this little data.
+    coalesce = "spark.sql.adaptive.coalescePartitions.enabled"
+    spark.conf.set(coalesce, "false")
+    try:
+        summary = run_replay(ReplayOptions(bootstrap, failed_topic, group_id=unique("replay"),
+                                           max_records_per_sec=10), spark)
+    finally:
+        spark.conf.unset(coalesce)
+    assert summary.replayed == 40
+    stamps = sorted(r.timestamp for r in asyncio.run(read_all(bootstrap, orders)))
+    # Two writing tasks at 5 records per second each; one has at least 20 records, its first
+    # goes at once and its 20th not before 3.8 s (at 10 per second each: 1.9 s).
+    assert len(stamps) == 40
+    assert stamps[-1] - stamps[0] >= 3_500
