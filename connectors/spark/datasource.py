@@ -51,7 +51,7 @@ from connectors.spark.offsets import OffsetRange, plan_ranges
 from connectors.spark.parse import PARSED_DDL, parse_batch
 
 __all__ = ["FAILED_FORMAT", "FORMAT", "FailedRecordsDataSource", "KafkaDataSource",
-           "client_option", "ranges_option"]
+           "client_option", "client_settings", "ranges_option", "required_option"]
 
 FORMAT = "stormloop_kafka"
 """The name to pass to ``spark.read.format`` / ``df.write.format``."""
@@ -72,12 +72,14 @@ def client_option(client: Mapping[str, str]) -> str:
     return orjson.dumps(dict(client)).decode()
 
 
-def _client(options: Mapping[str, str]) -> dict[str, str]:
+def client_settings(options: Mapping[str, str]) -> dict[str, str]:
+    """The connection and security options carried by a ``kafka.client`` option."""
     text = options.get("kafka.client")
     return orjson.loads(text) if text else {}
 
 
-def _required(options: Mapping[str, str], name: str) -> str:
+def required_option(options: Mapping[str, str], name: str) -> str:
+    """The value of option ``name``; raises ``ValueError`` naming it when absent or empty."""
     value = options.get(name)
     if not value:
         raise ValueError(f"the {FORMAT} data source needs the option {name!r}")
@@ -91,11 +93,11 @@ class _RangePartition(InputPartition):
 
 class _KafkaReader(DataSourceReader):
     def __init__(self, options: Mapping[str, str]) -> None:
-        self.bootstrap = _required(options, "kafka.bootstrap.servers")
-        self.topic = _required(options, "topic")
+        self.bootstrap = required_option(options, "kafka.bootstrap.servers")
+        self.topic = required_option(options, "topic")
         self.ranges = options.get("ranges")
         self.group_id = options.get("group.id")
-        self.client = _client(options)
+        self.client = client_settings(options)
         self.max_per_task = int(options.get("maxOffsetsPerTask",
                                             _DEFAULT_MAX_OFFSETS_PER_TASK))
 
@@ -132,9 +134,9 @@ class _Written(WriterCommitMessage):
 
 class _KafkaWriter(DataSourceArrowWriter):
     def __init__(self, options: Mapping[str, str]) -> None:
-        self.bootstrap = _required(options, "kafka.bootstrap.servers")
+        self.bootstrap = required_option(options, "kafka.bootstrap.servers")
         self.topic = options.get("topic")
-        self.client = _client(options)
+        self.client = client_settings(options)
         rate = options.get("maxRecordsPerSec")
         self.rate = float(rate) if rate else None
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -21,7 +22,8 @@ from connectors.kafka import client_options
 from connectors.kafka.batch_send import BatchSender
 from connectors.spark.offsets import OffsetRange
 
-__all__ = ["RECORD_DDL", "RECORD_SCHEMA", "Pace", "read_range", "write_batches"]
+__all__ = ["RECORD_DDL", "RECORD_SCHEMA", "Pace", "Rows", "batch_rows", "read_range",
+           "write_batches", "write_rows"]
 
 _HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -123,24 +125,60 @@ def _fetch_until(runner: asyncio.Runner, consumer: AIOKafkaConsumer, tp: TopicPa
                               f"for {stall_timeout_s:g} s; range ends at {rng.end}")
 
 
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """Records to produce, column by column (equal lengths): a None ``topic`` falls back to
+    the writer's default, a None ``partition`` leaves it to the partitioner."""
+
+    values: list[bytes | None]
+    keys: list[bytes | None]
+    topics: list[str | None]
+    partitions: list[int | None]
+    headers: list[list[tuple[str, bytes]] | None]
+
+
+def batch_rows(batch: pa.RecordBatch) -> Rows:
+    """The records of ``batch``: ``value`` and optionally ``key``, ``topic``, ``partition``
+    and ``headers`` (a list of key/value structs; a null header value is empty)."""
+    headers = [[(h["key"], h["value"] or b"") for h in hdrs] if hdrs else None
+               for hdrs in _column(batch, "headers")]
+    return Rows(batch.column(batch.schema.get_field_index("value")).to_pylist(),
+                _column(batch, "key"), _column(batch, "topic"), _column(batch, "partition"),
+                headers)
+
+
 def write_batches(bootstrap: str, batches: Iterable[pa.RecordBatch], *,
                   default_topic: str | None = None,
                   producer_options: Mapping[str, Any] | None = None,
                   max_records_per_sec: float | None = None) -> int:
-    """Produce one record per row and return the count once the broker confirmed them all.
+    """Produce one record per row (see ``batch_rows``) as ``write_rows`` does."""
+    return write_rows(bootstrap, map(batch_rows, batches), default_topic=default_topic,
+                      producer_options=producer_options,
+                      max_records_per_sec=max_records_per_sec)
 
-    Rows carry ``value`` and optionally ``key``, ``topic`` (falling back to
-    ``default_topic``), ``partition`` and ``headers``. Rows go to the producer in
-    per-partition batches, each confirmed as a whole. Raises the first failure once every
-    batch was answered; records confirmed by then stay written (at-least-once). With
-    ``max_records_per_sec``, rows are handed over paced so that this call never goes faster.
+
+def write_rows(bootstrap: str, rows: Iterable[Rows], *, default_topic: str | None = None,
+               producer_options: Mapping[str, Any] | None = None,
+               max_records_per_sec: float | None = None) -> int:
+    """Produce every record of ``rows`` and return the count once the broker confirmed them
+    all; no client is started while there is nothing to produce.
+
+    Records go to the producer in per-partition batches, each confirmed as a whole. Raises
+    the first failure once every batch was answered; records confirmed by then stay
+    written (at-least-once). With ``max_records_per_sec``, records are handed over paced so
+    that this call never goes faster.
     """
+    pending = (r for r in rows if r.values)
+    first = next(pending, None)
+    if first is None:
+        return 0
     with asyncio.Runner() as runner:
         producer = runner.run(_started_producer(bootstrap, producer_options or {}))
         writer = _Writer(producer, default_topic, Pace(max_records_per_sec))
         try:
-            for batch in batches:
-                runner.run(writer.write(batch))
+            runner.run(writer.write(first))
+            for more in pending:
+                runner.run(writer.write(more))
             return runner.run(writer.finish())
         finally:
             runner.run(writer.close())
@@ -215,24 +253,22 @@ class _Writer:
             await sender.start()
         return sender
 
-    async def write(self, batch: pa.RecordBatch) -> None:
-        """Hand every row of ``batch`` to the producer."""
-        values = batch.column(batch.schema.get_field_index("value")).to_pylist()
-        keys, topics = _column(batch, "key"), _column(batch, "topic")
-        partitions, headers = _column(batch, "partition"), _column(batch, "headers")
-        for value, key, topic, partition, hdrs in zip(values, keys, topics, partitions,
-                                                      headers, strict=True):
+    async def write(self, rows: Rows) -> None:
+        """Hand every record of ``rows`` to the producer."""
+        paced = self._pace.rate is not None
+        for value, key, topic, partition, hdrs in zip(rows.values, rows.keys, rows.topics,
+                                                      rows.partitions, rows.headers,
+                                                      strict=True):
             topic = topic or self._default_topic
             if topic is None:
                 raise ValueError("a row has no 'topic' and the sink has no default "
                                  "'topic' option")
             sender = self._senders.get(topic) or await self._sender(topic)
-            await self._pace.wait()
+            if paced:
+                await self._pace.wait()
             self._outstanding += 1
             self._answered.clear()
-            await sender.add(key, value, None, headers=[(h["key"], h["value"] or b"")
-                                                        for h in hdrs] if hdrs else None,
-                             partition=partition)
+            await sender.add(key, value, None, headers=hdrs, partition=partition)
 
     async def finish(self) -> int:
         """Wait until the broker answered every record; the count, or the first error."""

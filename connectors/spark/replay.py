@@ -29,15 +29,16 @@ import time
 from dataclasses import dataclass, field
 from functools import reduce
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from connectors.kafka.failed import REPLAY_HEADERS
-from connectors.spark.datasource import FAILED_FORMAT, FORMAT, client_option, ranges_option
+from connectors.spark.datasource import FAILED_FORMAT, client_option, ranges_option
 from connectors.spark.offsets import OffsetRange, commit_ranges, plan_ranges, probe_broker
+from connectors.spark.replay_sink import SINK_COLUMNS, sink_format
 from connectors.spark.session import build_session, prepare_session
-from connectors.spark.summary import SAMPLE_ROWS, Malformed, Planned, ReplaySummary
+from connectors.spark.summary import ReplaySummary
+from connectors.spark.tally import Fate
 
 __all__ = ["REPLAY_HEADERS", "ReplayOptions", "run_replay"]
 
@@ -102,38 +103,34 @@ def run_replay(options: ReplayOptions, spark: SparkSession | None = None) -> Rep
 
 def _replay(spark: SparkSession, options: ReplayOptions, ranges: list[OffsetRange],
             summary: ReplaySummary, clock: _PhaseClock) -> None:
+    """One Spark job: read and parse, rank each record among those with its original
+    coordinates, then the sink tallies every record and writes the ones to replay."""
     parsed = (spark.read.format(FAILED_FORMAT)
               .option("kafka.bootstrap.servers", options.bootstrap_servers)
               .option("topic", options.failed_topic)
               .option("ranges", ranges_option(ranges))
               .option("maxOffsetsPerTask", str(options.max_offsets_per_task))
               .option("kafka.client", client_option(options.client))
-              .load()
-              .persist(StorageLevel.MEMORY_AND_DISK))
+              .load())
+    rows = _fated(parsed, options).select(*SINK_COLUMNS)
+    name, tally = sink_format(spark)
+    writer = (rows.write.format(name).mode("append")
+              .option("kafka.bootstrap.servers", options.bootstrap_servers)
+              .option("kafka.client", client_option(options.client))
+              .option("dryRun", str(options.dry_run).lower()))
+    if options.max_records_per_sec is not None:
+        # The limit is for the job: each writing task gets its share. The writing tasks are
+        # the window's shuffle partitions (adaptive execution may merge some, never split).
+        tasks = max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 1))
+        writer = writer.option("maxRecordsPerSec", str(options.max_records_per_sec / tasks))
+    spark.sparkContext.setJobDescription(f"replay {options.failed_topic}")
     try:
-        _count_parsed(parsed, summary)
-        clock.lap("read and parse")
-        selected = _select(parsed.where(F.col("error").isNull()), options).persist()
-        _count_selected(selected, summary)
-        clock.lap("de-duplicate and filter")
-        chosen = selected.where(F.col("_keep"))
-        if options.dry_run:
-            summary.planned_samples = _planned(chosen)
-        elif summary.replayed:
-            records = _records(chosen)
-            writer = (records.write.format(FORMAT).mode("append")
-                      .option("kafka.bootstrap.servers", options.bootstrap_servers)
-                      .option("kafka.client", client_option(options.client)))
-            if options.max_records_per_sec is not None:
-                # The limit is for the job: each writing task gets its share.
-                tasks = max(1, records.rdd.getNumPartitions())
-                writer = writer.option("maxRecordsPerSec",
-                                       str(options.max_records_per_sec / tasks))
-            writer.save()
-            clock.lap("write")
-        selected.unpersist()
+        writer.save()
     finally:
-        parsed.unpersist()
+        spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+    tally.value.fill(summary)
+    clock.lap("read, de-duplicate and write" if not options.dry_run
+              else "read and de-duplicate")
 
 
 class _PhaseClock:
@@ -152,31 +149,29 @@ class _PhaseClock:
         return seconds
 
 
-def _count_parsed(parsed: DataFrame, summary: ReplaySummary) -> None:
-    counts = {row["ok"]: row["count"] for row in
-              parsed.groupBy(F.col("error").isNull().alias("ok")).count().collect()}
-    summary.read = sum(counts.values())
-    summary.malformed = counts.get(False, 0)
-    if summary.malformed:
-        rows = (parsed.where(F.col("error").isNotNull())
-                .orderBy("failed_partition", "failed_offset").take(SAMPLE_ROWS))
-        summary.malformed_samples = [
-            Malformed(r["failed_partition"], r["failed_offset"], r["error"]) for r in rows]
+def _fated(parsed: DataFrame, options: ReplayOptions) -> DataFrame:
+    """Every parsed row with its ``_fate`` (see ``tally.Fate``), ``_target`` and ``_first``.
 
-
-def _select(valid: DataFrame, options: ReplayOptions) -> DataFrame:
-    """The latest record per original coordinates, with its target, ``_over`` (past
-    ``max_attempts``), ``_cut`` (value truncated) and ``_keep`` (replayed)."""
+    Among valid rows with the same original coordinates the latest (by ``failed_at``, then
+    ``attempts``, then position in the failed topic) is the one kept; the others are
+    duplicates. Then, in this order: over ``max_attempts``, value truncated, filtered out.
+    """
     latest_first = Window.partitionBy("topic", "partition", "offset").orderBy(
         F.desc("failed_at"), F.desc("attempts"),
         F.desc("failed_partition"), F.desc("failed_offset"))
+    # Malformed rows have null coordinates: they share one window and their rank is unused.
+    rank = F.row_number().over(latest_first)
+    truncated = F.coalesce(F.col("value_truncated"), F.lit(False))
+    fate = (F.when(F.col("error").isNotNull(), int(Fate.MALFORMED))
+            .when(rank > 1, int(Fate.DUPLICATE))
+            .when(F.col("attempts") > F.lit(options.max_attempts), int(Fate.OVER_ATTEMPTS))
+            .when(truncated, int(Fate.TRUNCATED))
+            .when(~_filter(options), int(Fate.FILTERED))
+            .otherwise(int(Fate.REPLAY)))
     target = F.lit(options.target_topic) if options.target_topic else F.col("topic")
-    return (valid.withColumn("_rank", F.row_number().over(latest_first))
-            .where(F.col("_rank") == 1).drop("_rank")
-            .withColumn("_over", F.col("attempts") > F.lit(options.max_attempts))
-            .withColumn("_cut", F.coalesce(F.col("value_truncated"), F.lit(False)))
-            .withColumn("_keep", _filter(options) & ~F.col("_over") & ~F.col("_cut"))
-            .withColumn("_target", target))
+    first = F.coalesce(F.col("first_failed_at"), F.col("failed_at"))
+    return parsed.select("*", fate.alias("_fate"), target.alias("_target"),
+                         first.alias("_first"))
 
 
 def _filter(options: ReplayOptions) -> Column:
@@ -186,47 +181,3 @@ def _filter(options: ReplayOptions) -> Column:
     if options.since_ms is not None:
         keep = keep & (F.col("failed_at") >= F.lit(options.since_ms))
     return keep
-
-
-def _count_selected(selected: DataFrame, summary: ReplaySummary) -> None:
-    rows = (selected.groupBy("_keep", "_over", "_cut", "reason", "topic", "_target")
-            .count().collect())
-    distinct = 0
-    for row in rows:
-        distinct += row["count"]
-        if row["_over"]:
-            summary.over_attempts += row["count"]
-            continue
-        if row["_cut"]:
-            summary.truncated += row["count"]
-            continue
-        if not row["_keep"]:
-            summary.filtered += row["count"]
-            continue
-        summary.replayed += row["count"]
-        reason, route = row["reason"], (row["topic"], row["_target"])
-        summary.by_reason[reason] = summary.by_reason.get(reason, 0) + row["count"]
-        summary.by_topic[route] = summary.by_topic.get(route, 0) + row["count"]
-    summary.duplicates = summary.read - summary.malformed - distinct
-
-
-def _planned(chosen: DataFrame) -> list[Planned]:
-    rows = chosen.orderBy("topic", "partition", "offset").take(SAMPLE_ROWS)
-    return [Planned(r["topic"], r["partition"], r["offset"], r["_target"], r["attempts"],
-                    r["reason"]) for r in rows]
-
-
-def _header(name: str, column: str) -> Column:
-    return F.struct(F.lit(name).alias("key"),
-                    F.col(column).cast("string").cast("binary").alias("value"))
-
-
-def _records(chosen: DataFrame) -> DataFrame:
-    """The Kafka sink's rows: original key and value, target topic, replay headers."""
-    first = F.coalesce(F.col("first_failed_at"), F.col("failed_at")).alias("_first")
-    chosen = chosen.select("*", first)
-    headers = F.array(*(_header(name, column) for name, column in
-                        zip(REPLAY_HEADERS, ("topic", "partition", "offset", "attempts",
-                                             "_first"), strict=True)))
-    return chosen.select(F.col("_target").alias("topic"), "key", "value",
-                         headers.alias("headers"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 from connectors.spark.replay import REPLAY_HEADERS, ReplayOptions, run_replay
 from connectors.spark.summary import Malformed
@@ -82,3 +83,70 @@ def test_filters_and_target_topic(kafka_broker, spark) -> None:
     assert (summary.read, summary.filtered, summary.replayed) == (4, 2, 2)
     assert summary.by_topic == {("orders", target): 1, ("payments", target): 1}
     assert _values(bootstrap, target) == [b"v2", b"v4"]
+
+
+def test_every_fate_counted_once_across_writing_tasks(kafka_broker, spark) -> None:
+    bootstrap = kafka_broker.bootstrap
+    failed_topic, orders, group = unique("failed"), unique("orders"), unique("replay")
+    kafka_broker.create_topic_sync(failed_topic, partitions=2)
+    kafka_broker.create_topic_sync(orders)
+    later = 1_800_000_000_000
+    _produce(bootstrap, failed_topic, [
+        *(failed(orders, i, reason="poison").to_json() for i in range(30)),
+        *(b"junk %d" % i for i in range(12)),
+    ], partition=0)
+    _produce(bootstrap, failed_topic, [
+        # Newer copies of 0..5 win over the older ones in partition 0, the one of 5 is
+        # over the attempts limit: its older copy is still a duplicate, not replayed.
+        *(failed(orders, i, reason="poison", attempts=5, failed_at=later).to_json()
+          for i in range(5)),
+        failed(orders, 5, reason="poison", attempts=6, failed_at=later).to_json(),
+        dataclasses.replace(failed(orders, 30, reason="poison"), value_truncated=True).to_json(),
+        failed(orders, 31, reason="timeout").to_json(),
+        *(b"junk %d" % i for i in range(12, 25)),
+    ], partition=1)
+    options = ReplayOptions(bootstrap, failed_topic, group_id=group, reasons=("poison",))
+    replayed = [*range(5), *range(6, 30)]
+
+    dry = run_replay(dataclasses.replace(options, dry_run=True), spark)
+    counts = (dry.read, dry.malformed, dry.duplicates, dry.over_attempts, dry.truncated,
+              dry.filtered, dry.replayed)
+    assert counts == (63, 25, 6, 1, 1, 1, 29)
+    assert (dry.by_reason, dry.by_topic) == ({"poison": 29}, {(orders, orders): 29})
+    assert [(m.partition, m.offset) for m in dry.malformed_samples] == [
+        *((0, o) for o in range(30, 42)), *((1, o) for o in range(8, 16))]
+    assert [(p.offset, p.attempts) for p in dry.planned_samples] == [
+        (o, 5 if o < 5 else 4) for o in replayed[:20]]
+    assert _values(bootstrap, orders) == []
+
+    done = run_replay(options, spark)
+    assert (done.read, done.malformed, done.duplicates, done.over_attempts, done.truncated,
+            done.filtered, done.replayed) == counts
+    assert (done.by_reason, done.by_topic) == (dry.by_reason, dry.by_topic)
+    assert done.malformed_samples == dry.malformed_samples
+    records = asyncio.run(read_all(bootstrap, orders))
+    assert sorted(r.value for r in records) == sorted(b"v%d" % o for o in replayed)
+    attempts = {r.value: dict(r.headers)[REPLAY_HEADERS[3]] for r in records}
+    assert attempts[b"v2"] == b"5" and attempts[b"v7"] == b"4"
+
+
+def test_writes_stay_under_the_rate_limit(kafka_broker, spark) -> None:
+    bootstrap = kafka_broker.bootstrap
+    failed_topic, orders = unique("failed"), unique("orders")
+    kafka_broker.create_topic_sync(failed_topic)
+    kafka_broker.create_topic_sync(orders)
+    _produce(bootstrap, failed_topic, [failed(orders, i).to_json() for i in range(40)], 0)
+    # Without coalescing, both shuffle partitions get a writing task even for this little data.
+    coalesce = "spark.sql.adaptive.coalescePartitions.enabled"
+    spark.conf.set(coalesce, "false")
+    try:
+        summary = run_replay(ReplayOptions(bootstrap, failed_topic, group_id=unique("replay"),
+                                           max_records_per_sec=10), spark)
+    finally:
+        spark.conf.unset(coalesce)
+    assert summary.replayed == 40
+    stamps = sorted(r.timestamp for r in asyncio.run(read_all(bootstrap, orders)))
+    # Two writing tasks at 5 records per second each; one has at least 20 records, its first
+    # goes at once and its 20th not before 3.8 s (at 10 per second each: 1.9 s).
+    assert len(stamps) == 40
+    assert stamps[-1] - stamps[0] >= 3_500
