@@ -268,7 +268,8 @@ class _Writer:
                 await self._pace.wait()
             self._outstanding += 1
             self._answered.clear()
-            await sender.add(key, value, None, headers=hdrs, partition=partition)
+            if not sender.add_nowait(key, value, None, headers=hdrs, partition=partition):
+                await sender.room()
 
     async def finish(self) -> int:
         """Wait until the broker answered every record; the count, or the first error."""
