@@ -106,3 +106,18 @@ def test_the_endpoint_serves_without_aiohttp_and_http_app_says_what_it_needs() -
                          text=True, timeout=60, check=True, cwd=ROOT).stdout.strip()
     assert out.startswith("ok | http_app() returns an aiohttp application and needs aiohttp")
     assert "pip install 'stormloop[aiohttp]'" in out
+
+
+async def test_an_idle_connection_is_closed_after_the_idle_timeout(monkeypatch) -> None:
+    from engine.observe import server as server_module
+
+    monkeypatch.setattr(server_module, "IDLE_TIMEOUT", 0.05)
+    async with LocalCluster() as cluster:
+        server = await cluster.serve_http()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(b"GET /healthz HTTP/1.1\r\n")  # and then nothing more
+            assert await asyncio.wait_for(reader.read(), 5) == b""
+            writer.close()
+        finally:
+            await server.close()
