@@ -40,7 +40,8 @@ from stormloop_build import (  # found through the path entry above
     say,
 )
 
-GROUP_DIR = GROUP.split(".")[:-1]
+# multi_file mypyc writes the group's header under build/engine
+GROUP_INCLUDE = str(Path("build", *GROUP.split(".")[:-1]))
 PURE_COST = ("the plain Python hot path runs the word count 1.1 to 1.5 times slower "
              "(the most without ackers); set STORMLOOP_PURE=1 to skip compiling on purpose")
 
@@ -95,7 +96,7 @@ class BuildHotPath(build_ext):
         workers = max(2, os.cpu_count() or 1)
         early_pool = ThreadPoolExecutor(workers)
         early_args = {"output_dir": self.build_temp, "macros": [],
-                      "include_dirs": [include_dir(), "build", str(Path("build", *GROUP_DIR))],
+                      "include_dirs": [include_dir(), "build", GROUP_INCLUDE],
                       "debug": self.debug,
                       "extra_postargs": get_cflags(compiler_type=self.compiler.compiler_type,
                                                    opt_level="2", debug_level="0",
@@ -130,8 +131,8 @@ class BuildHotPath(build_ext):
             built = mypycify(["--follow-imports=silent", *sources], opt_level="2",
                              debug_level="0", group_name=GROUP, include_runtime_files=False,
                              multi_file=True)
-            for ext in built:  # multi_file puts the group's header under build/engine
-                ext.include_dirs.append(str(Path("build", *GROUP_DIR)))
+            for ext in built:
+                ext.include_dirs.append(GROUP_INCLUDE)
             self._take_sources(built)
             self.compiler.compile = compile_parallel
             self.parallel = workers

@@ -33,9 +33,9 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import MessageSizeTooLargeError
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
-from engine.murmur2 import default_partition, murmur2
+from engine.murmur2 import default_partition
 
-__all__ = ["BatchSender", "murmur2"]
+__all__ = ["BatchSender"]
 
 _RECORD_OVERHEAD = 128  # more than a record batch's header and one record's framing
 Done = Callable[[list[Any], "asyncio.Future[Any]"], None]
@@ -122,10 +122,7 @@ class BatchSender:
             self._queued += 1
         items.append(item)
         self._wake.set()
-        if self._queued >= self._max_queued:
-            self._room.clear()
-            return False
-        return True
+        return self._queued < self._max_queued
 
     async def room(self) -> None:
         """Return once fewer than ``max_queued`` full batches wait for the sender."""

@@ -77,12 +77,12 @@ async def _read_request(reader: asyncio.StreamReader
     return parts[0], parts[1], parts[2], headers
 
 
-def _encode(answer: Response, *, keep_alive: bool, head: bool, allow: bool = False) -> bytes:
+def _encode(answer: Response, *, keep_alive: bool, head: bool) -> bytes:
     lines = [f"HTTP/1.1 {answer.status} {_REASONS.get(answer.status, 'Unknown')}",
              f"Content-Type: {answer.content_type}",
              f"Content-Length: {len(answer.body)}",
              "Connection: keep-alive" if keep_alive else "Connection: close"]
-    if allow:
+    if answer.status == 405:
         lines.append("Allow: GET, HEAD")
     head_bytes = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
     return head_bytes if head else head_bytes + answer.body
@@ -95,17 +95,17 @@ def _keep_alive(version: str, headers: dict[str, str]) -> bool:
     return "close" not in connection
 
 
-def _answer(routes: Routes, method: str, target: str) -> tuple[Response, bool]:
-    """The response to one request, and whether it is a 405 (which names what is allowed)."""
+def _answer(routes: Routes, method: str, target: str) -> Response:
+    """The response to one request."""
     if method not in ("GET", "HEAD"):
-        return Response(405, "text/plain; charset=utf-8", b"405: Method Not Allowed"), True
+        return Response(405, "text/plain; charset=utf-8", b"405: Method Not Allowed")
     url = urlsplit(target)
     segments = [unquote(s) for s in url.path.lstrip("/").split("/")]
     try:
-        return routes.respond(segments, dict(parse_qsl(url.query))), False
+        return routes.respond(segments, dict(parse_qsl(url.query)))
     except Exception:
         log.exception("HTTP endpoint: %s %s failed", method, target)
-        return Response(500, "text/plain; charset=utf-8", b"500: Internal Server Error"), False
+        return Response(500, "text/plain; charset=utf-8", b"500: Internal Server Error")
 
 
 async def _connection(routes: Routes, open_writers: set[asyncio.StreamWriter],
@@ -127,10 +127,9 @@ async def _connection(routes: Routes, open_writers: set[asyncio.StreamWriter],
             if request is None:
                 return
             method, target, version, headers = request
-            answer, not_allowed = _answer(routes, method, target)
+            answer = _answer(routes, method, target)
             keep_alive = _keep_alive(version, headers)
-            writer.write(_encode(answer, keep_alive=keep_alive, head=method == "HEAD",
-                                 allow=not_allowed))
+            writer.write(_encode(answer, keep_alive=keep_alive, head=method == "HEAD"))
             await writer.drain()
             if not keep_alive:
                 return
