@@ -9,6 +9,7 @@ the PATH, which may lack pyarrow and this project), they can import ``connectors
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 import zipfile
@@ -63,15 +64,17 @@ def prepare_session(spark: SparkSession) -> None:
     """Register the Kafka data sources, ship this project's code to the executors, and make
     ``spark`` the calling thread's active session.
 
-    Code is shipped as a zip through ``addPyFile`` when it runs from a source tree rather
-    than an installed distribution; idempotent per session.
+    Code is shipped as a zip through ``addPyFile`` when it runs from a source tree that the
+    executors' Python would not find by itself; idempotent per session. A zip holds source
+    only, so executors that import the project on their own keep its compiled modules.
     """
     root = Path(connectors.__file__).resolve().parent.parent
-    installed = "site-packages" in root.parts or "dist-packages" in root.parts
-    marker = "stormloop.shipped"
-    if not installed and spark.conf.get(marker, "false") != "true":
-        spark.sparkContext.addPyFile(str(_zip_packages(root)))
-        spark.conf.set(marker, "true")
+    marker = "stormloop.code"  # "shipped", or "found" where the executors import it
+    if spark.conf.get(marker, None) is None:
+        found = _workers_find(spark, root)
+        if not found:
+            spark.sparkContext.addPyFile(str(_zip_packages(root)))
+        spark.conf.set(marker, "found" if found else "shipped")
     # After addPyFile: registration captures the session's Python includes.
     spark.dataSource.register(KafkaDataSource)
     spark.dataSource.register(FailedRecordsDataSource)
@@ -81,6 +84,24 @@ def prepare_session(spark: SparkSession) -> None:
     jvm = spark._jvm
     assert jvm is not None, "a classic (non-Connect) session has a JVM gateway"
     jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+
+
+def _workers_find(spark: SparkSession, root: Path) -> bool:
+    """Whether the executors' Python imports this very project without help: an installed
+    distribution (installed on the executors too), or a local master whose workers run this
+    interpreter and import ``root``'s packages from a directory other than the driver's."""
+    if "site-packages" in root.parts or "dist-packages" in root.parts:
+        return True
+    python = spark.conf.get("spark.pyspark.python", None) or os.environ.get("PYSPARK_PYTHON")
+    if not spark.sparkContext.master.startswith("local") or python != sys.executable:
+        return False
+    probe = "import connectors, engine, sys; sys.stdout.write(connectors.__file__)"
+    try:
+        found = subprocess.run([python, "-c", probe], cwd=tempfile.gettempdir(),
+                               capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return Path(found).resolve().parent.parent == root
 
 
 def _zip_packages(root: Path) -> Path:
