@@ -15,15 +15,13 @@ from __future__ import annotations
 import pyarrow as pa
 
 from connectors.kafka.failed import FailedRecord, MalformedFailedRecord
-from connectors.spark.parse_arrow import JSON_SCHEMA, parse_columnar
+from connectors.spark.parse_columns import RECORD_FIELDS, parse_columnar
 
 __all__ = ["PARSED_DDL", "PARSED_SCHEMA", "parse_batch", "parse_payload"]
 
-_NARROWED = {"partition": pa.int32(), "attempts": pa.int32(),
-             "key": pa.binary(), "value": pa.binary()}
-PARSED_SCHEMA = pa.schema(
-    [("failed_partition", pa.int32()), ("failed_offset", pa.int64()), ("error", pa.string())]
-    + [(f.name, _NARROWED.get(f.name, f.type)) for f in JSON_SCHEMA])
+PARSED_SCHEMA = pa.schema([
+    ("failed_partition", pa.int32()), ("failed_offset", pa.int64()), ("error", pa.string()),
+    *RECORD_FIELDS])
 """Where the record sits in the failed topic, ``error`` (null if valid), then its content."""
 
 PARSED_DDL = ("failed_partition INT, failed_offset BIGINT, error STRING, topic STRING, "
@@ -34,9 +32,11 @@ PARSED_DDL = ("failed_partition INT, failed_offset BIGINT, error STRING, topic S
 
 _RECORD_FIELDS = PARSED_SCHEMA.names[3:]
 
-# Kafka's int32 fields; a larger number in the JSON is malformed, not an Arrow overflow.
-_INT32_FIELDS = ("partition", "attempts")
-_INT32_MAX = 2**31 - 1
+# A number outside its column's type is malformed, not an Arrow overflow.
+_INT32_MAX, _INT64_MAX = 2**31 - 1, 2**63 - 1
+_RANGES = {"partition": (0, _INT32_MAX), "attempts": (0, _INT32_MAX),
+           "offset": (0, _INT64_MAX), "failed_at": (-_INT64_MAX - 1, _INT64_MAX),
+           "first_failed_at": (-_INT64_MAX - 1, _INT64_MAX)}
 
 
 def parse_payload(payload: bytes | None) -> FailedRecord | str:
@@ -45,17 +45,16 @@ def parse_payload(payload: bytes | None) -> FailedRecord | str:
         record = FailedRecord.from_json(payload)
     except MalformedFailedRecord as exc:
         return str(exc)
-    for name in _INT32_FIELDS:
-        if not 0 <= getattr(record, name) <= _INT32_MAX:
-            return f"field {name!r} out of range: {getattr(record, name)}"
-    if record.offset < 0:
-        return f"field 'offset' out of range: {record.offset}"
+    for name, (low, high) in _RANGES.items():
+        value = getattr(record, name)
+        if value is not None and not low <= value <= high:
+            return f"field {name!r} out of range: {value}"
     return record
 
 
 def parse_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     """One ``PARSED_SCHEMA`` row per row of ``batch`` (the Kafka source's columns)."""
-    fast = parse_columnar(batch, PARSED_SCHEMA)  # every payload valid: parsed by Arrow
+    fast = parse_columnar(batch, PARSED_SCHEMA)  # every payload valid: parsed by column
     if fast is not None:
         return fast
     columns: dict[str, list[object]] = {name: [] for name in PARSED_SCHEMA.names}

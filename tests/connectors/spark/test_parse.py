@@ -50,6 +50,9 @@ def test_valid_record_fills_every_column_and_no_error() -> None:
     (_with(partition=2**31), "field 'partition' out of range: 2147483648"),
     (_with(attempts=-1), "field 'attempts' out of range: -1"),
     (_with(offset=-5), "field 'offset' out of range: -5"),
+    (_with(offset=2**63), "field 'offset' out of range: 9223372036854775808"),
+    (_with(failed_at=2**63), "field 'failed_at' out of range: 9223372036854775808"),
+    (_with(topology=5), "field 'topology' must be str, got int"),
 ])
 def test_malformed_payload_gives_error_and_empty_record(payload: bytes | None,
                                                         error: str) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from connectors.spark.kafka_io import RECORD_SCHEMA
 from connectors.spark.parse import PARSED_SCHEMA, parse_payload
-from connectors.spark.parse_arrow import parse_columnar
+from connectors.spark.parse_columns import parse_columnar
 from tests.connectors.spark.helpers import failed
 
 
@@ -52,8 +52,26 @@ def test_valid_batches_parse_as_the_per_row_path_does() -> None:
     None, b"not json", b"[1, 2]", b'{"topic": "t"}', _with(offset="12"), _with(value="%%%"),
     _with(value="YQ"), _with(partition=2**31), _with(attempts=-1), _with(offset=-5),
     _with(topic=5), _with(partition=1.0), _with(topic=None), _with(failed_at=1.5),
+    _with(partition=True), _with(offset=2**63), _with(value_size="12"), _with(topology=5),
+    _with(replayed_offset="7"), b"  ", _with(failed_at=2**63), _with(first_failed_at=2**64 - 1),
     failed("t", 1).to_json() + b"\n" + failed("t", 2).to_json(),
 ])
 def test_any_bad_payload_sends_the_batch_to_the_per_row_path(bad: bytes | None) -> None:
     good = failed("t", 2).to_json()
     assert parse_columnar(_batch(good, bad, good), PARSED_SCHEMA) is None
+
+
+def test_a_document_split_across_payloads_is_not_read_as_one_row() -> None:
+    # An open record, its closing brace, and two records in one payload: as many documents
+    # as payloads, yet none of the three payloads is a failed record on its own.
+    record = failed("t", 1).to_json()
+    batch = _batch(record[:-1], b"}", record + record)
+    assert parse_columnar(batch, PARSED_SCHEMA) is None
+    assert all(isinstance(parse_payload(p), str) for p in batch.column("value").to_pylist())
+
+
+def test_payloads_of_a_sliced_batch_parse_from_their_own_offsets() -> None:
+    payloads = [failed("orders", i).to_json() for i in range(6)]
+    batch = _batch(*payloads).slice(2, 3)
+    parsed = parse_columnar(batch, PARSED_SCHEMA)
+    assert parsed is not None and parsed.to_pylist() == _per_row(batch)
