@@ -11,8 +11,10 @@ Register once per session (``session.prepare_session`` does, for both sources), 
 Read options: ``topic`` (required); ``ranges``, a JSON list of ``[partition, start, end]``
 (default: every partition from ``group.id``'s committed offsets, or the log start, to the
 fetch high watermark taken at planning time); ``maxOffsetsPerTask`` (default 50000), the
-largest offset range one Spark task reads. Each input partition is one Kafka partition and
-offset range, read by an aiokafka consumer inside the Spark task. The result has the
+largest offset range one Spark task reads; ``parallelism`` (default 1), how many tasks run
+at once: the ranges are cut into near-equal pieces, a multiple of it, largest first (see
+``offsets.plan_tasks``). Each input partition is one Kafka partition and offset range,
+read by an aiokafka consumer inside the Spark task. The result has the
 columns of ``RECORD_DDL``.
 
 ``FailedRecordsDataSource`` (format ``stormloop_failed_records``) reads a failed topic the
@@ -47,7 +49,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from connectors.spark.kafka_io import RECORD_DDL, read_range, write_batches
-from connectors.spark.offsets import OffsetRange, plan_ranges
+from connectors.spark.offsets import OffsetRange, plan_ranges, plan_tasks
 from connectors.spark.parse import PARSED_DDL, parse_batch
 
 __all__ = ["FAILED_FORMAT", "FORMAT", "FailedRecordsDataSource", "KafkaDataSource",
@@ -100,6 +102,7 @@ class _KafkaReader(DataSourceReader):
         self.client = client_settings(options)
         self.max_per_task = int(options.get("maxOffsetsPerTask",
                                             _DEFAULT_MAX_OFFSETS_PER_TASK))
+        self.parallelism = int(options.get("parallelism", 1))
 
     def _planned(self) -> list[OffsetRange]:
         if self.ranges is not None:
@@ -108,10 +111,10 @@ class _KafkaReader(DataSourceReader):
                                        client=self.client))
 
     def partitions(self) -> Sequence[InputPartition]:
-        """One input partition per Kafka partition and offset range of at most
-        ``maxOffsetsPerTask`` offsets; empty ranges are dropped."""
-        parts = [_RangePartition(sub) for rng in self._planned()
-                 for sub in rng.split(self.max_per_task)]
+        """One input partition per piece of ``offsets.plan_tasks``: at most
+        ``maxOffsetsPerTask`` offsets of one Kafka partition each, largest first."""
+        parts = [_RangePartition(piece) for piece in
+                 plan_tasks(self._planned(), self.max_per_task, self.parallelism)]
         # Spark plans at least one task; an empty range reads nothing.
         return parts or [_RangePartition(OffsetRange(self.topic, 0, 0, 0))]
 

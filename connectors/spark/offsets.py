@@ -15,6 +15,7 @@ the connection and security options (``connectors.kafka.client_options``).
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "TopicNotFound",
     "commit_ranges",
     "plan_ranges",
+    "plan_tasks",
     "probe_broker",
 ]
 
@@ -59,12 +61,39 @@ class OffsetRange:
         """Number of offsets covered (records, unless compaction or markers left gaps)."""
         return max(0, self.end - self.start)
 
-    def split(self, max_size: int) -> list[OffsetRange]:
-        """Consecutive sub-ranges of at most ``max_size`` offsets covering exactly this one."""
-        if max_size < 1:
-            raise ValueError(f"max_size must be at least 1, got {max_size}")
-        return [OffsetRange(self.topic, self.partition, lo, min(lo + max_size, self.end))
-                for lo in range(self.start, self.end, max_size)]
+    def divide(self, parts: int) -> list[OffsetRange]:
+        """``parts`` consecutive sub-ranges covering exactly this one, their sizes differing
+        by at most one offset (fewer when the range is smaller than ``parts``)."""
+        parts = min(parts, self.size)
+        if parts < 1:
+            return []
+        bounds = [self.start + self.size * i // parts for i in range(parts + 1)]
+        return [OffsetRange(self.topic, self.partition, lo, hi)
+                for lo, hi in itertools.pairwise(bounds)]
+
+
+def plan_tasks(ranges: Iterable[OffsetRange], max_size: int,
+               parallelism: int = 1) -> list[OffsetRange]:
+    """The ranges cut into tasks of at most ``max_size`` offsets, largest first.
+
+    Each range is cut into pieces of near-equal size, the fewest that respect
+    ``max_size``; then the ranges with the largest pieces are cut once more until the
+    count is a multiple of ``parallelism`` (the tasks that run at once), so that no small
+    remainder runs alone at the end. Empty ranges give no task.
+    """
+    if max_size < 1:
+        raise ValueError(f"max_size must be at least 1, got {max_size}")
+    if parallelism < 1:
+        raise ValueError(f"parallelism must be at least 1, got {parallelism}")
+    parts = {r: -(-r.size // max_size) for r in ranges if r.size}
+    can_grow = [r for r in parts if r.size > parts[r]]
+    while sum(parts.values()) % parallelism and can_grow:
+        widest = max(can_grow, key=lambda r: r.size / parts[r])
+        parts[widest] += 1
+        if widest.size == parts[widest]:
+            can_grow.remove(widest)
+    pieces = [piece for r, n in parts.items() for piece in r.divide(n)]
+    return sorted(pieces, key=lambda r: -r.size)
 
 
 def _consumer(bootstrap: str, group_id: str | None, timeout_s: float,

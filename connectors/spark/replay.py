@@ -110,6 +110,7 @@ def _replay(spark: SparkSession, options: ReplayOptions, ranges: list[OffsetRang
               .option("topic", options.failed_topic)
               .option("ranges", ranges_option(ranges))
               .option("maxOffsetsPerTask", str(options.max_offsets_per_task))
+              .option("parallelism", str(spark.sparkContext.defaultParallelism))
               .option("kafka.client", client_option(options.client))
               .load())
     rows = _fated(parsed, options).select(*SINK_COLUMNS)
@@ -156,7 +157,7 @@ def _fated(parsed: DataFrame, options: ReplayOptions) -> DataFrame:
     ``attempts``, then position in the failed topic) is the one kept; the others are
     duplicates. Then, in this order: over ``max_attempts``, value truncated, filtered out.
     """
-    latest_first = Window.partitionBy("topic", "partition", "offset").orderBy(
+    latest_first = Window.partitionBy("offset", "partition", "topic").orderBy(
         F.desc("failed_at"), F.desc("attempts"),
         F.desc("failed_partition"), F.desc("failed_offset"))
     # Malformed rows have null coordinates: they share one window and their rank is unused.

@@ -16,18 +16,55 @@ from connectors.spark.offsets import (
     TopicNotFound,
     commit_ranges,
     plan_ranges,
+    plan_tasks,
     probe_broker,
 )
 from tests.connectors.spark.helpers import produce, read_all, unique
 
 
-def test_split_covers_the_range_exactly() -> None:
+def test_divide_covers_the_range_exactly_in_near_equal_pieces() -> None:
     rng = OffsetRange("t", 0, 5, 17)
-    assert rng.split(5) == [OffsetRange("t", 0, 5, 10), OffsetRange("t", 0, 10, 15),
-                            OffsetRange("t", 0, 15, 17)]
-    assert OffsetRange("t", 0, 3, 3).split(5) == []
+    assert rng.divide(3) == [OffsetRange("t", 0, 5, 9), OffsetRange("t", 0, 9, 13),
+                             OffsetRange("t", 0, 13, 17)]
+    assert rng.divide(5) == [OffsetRange("t", 0, 5, 7), OffsetRange("t", 0, 7, 9),
+                             OffsetRange("t", 0, 9, 12), OffsetRange("t", 0, 12, 14),
+                             OffsetRange("t", 0, 14, 17)]
+    assert OffsetRange("t", 0, 3, 5).divide(4) == [OffsetRange("t", 0, 3, 4),
+                                                   OffsetRange("t", 0, 4, 5)]
+    assert OffsetRange("t", 0, 3, 3).divide(2) == []
+
+
+def test_tasks_respect_the_size_limit_and_fill_every_slot() -> None:
+    a, b = OffsetRange("t", 0, 0, 50_099), OffsetRange("t", 1, 0, 49_901)
+    # The fewest pieces, 2 + 1, would leave one slot idle for half the read: 4 instead.
+    tasks = plan_tasks([a, b], 50_000, parallelism=2)
+    assert [t.size for t in tasks] == [25_050, 25_049, 24_951, 24_950]
+    # 3 + 2 pieces, then one more for the range whose pieces are the largest.
+    assert sorted(t.size for t in plan_tasks([a, b], 25_000, parallelism=2)) == [
+        16_633, 16_634, 16_634, 16_699, 16_700, 16_700]
+    assert [t.size for t in plan_tasks([a, b], 50_000)] == [49_901, 25_050, 25_049]
+
+
+def test_tasks_cover_every_offset_once() -> None:
+    ranges = [OffsetRange("t", p, 10 * p, 10 * p + size)
+              for p, size in enumerate([0, 1, 7, 130, 64, 3])]
+    for max_size in (1, 5, 50, 1000):
+        for parallelism in (1, 2, 3, 8, 500):
+            tasks = plan_tasks(ranges, max_size, parallelism)
+            assert all(0 < t.size <= max_size for t in tasks)
+            assert [t.size for t in tasks] == sorted((t.size for t in tasks), reverse=True)
+            covered = sorted((t.partition, o) for t in tasks for o in range(t.start, t.end))
+            assert covered == sorted((r.partition, o) for r in ranges
+                                     for o in range(r.start, r.end))
+            # A multiple of the slots, unless every task is down to one offset.
+            assert len(tasks) % parallelism == 0 or len(tasks) == len(covered)
+
+
+def test_task_planning_rejects_sizes_below_one() -> None:
     with pytest.raises(ValueError, match=r"^max_size must be at least 1, got 0$"):
-        rng.split(0)
+        plan_tasks([OffsetRange("t", 0, 0, 5)], 0)
+    with pytest.raises(ValueError, match=r"^parallelism must be at least 1, got 0$"):
+        plan_tasks([OffsetRange("t", 0, 0, 5)], 5, parallelism=0)
 
 
 async def test_range_ends_at_the_fetch_high_watermark(kafka_broker) -> None:
