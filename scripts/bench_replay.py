@@ -1,14 +1,16 @@
 """Replay throughput: N failed records through replay_failed's job, Spark start-up apart.
 
     python scripts/bench_replay.py [--records 100000] [--partitions 2] [--master local[*]]
-                                   [--bootstrap-servers HOST:PORT]
+                                   [--warm-runs 3] [--bootstrap-servers HOST:PORT]
 
 Without ``--bootstrap-servers`` it starts the Tansu test broker. It starts one
-SparkSession (its start-up time printed apart), then twice: fills a fresh failed topic with
-N distinct failed records (1 KiB values), runs the job (a real run, not a dry run) on that
-session, checks the target topic received exactly N records, and prints records/s over
-the job's whole time (plan, read, parse, de-duplicate, write, commit). The first ("cold")
-run also pays for the session's first Python workers; the second ("warm") does not.
+SparkSession (its start-up time printed apart), then 1 + ``--warm-runs`` times: fills a
+fresh failed topic with N distinct failed records (1 KiB values), runs the job (a real run,
+not a dry run) on that session, checks the target topic received exactly N records, and
+prints records/s over the job's whole time (plan, read, parse, de-duplicate, write,
+commit). The first ("cold") run also pays for the session's first Python workers; the
+warm runs do not, and the JVM compiles less in each. The last line gives the median of
+the warm runs.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import statistics
 import sys
 import time
 import uuid
@@ -76,7 +79,8 @@ async def _count(bootstrap: str, topic: str) -> int:
 
 
 def _run_once(bootstrap: str, spark: SparkSession, args: argparse.Namespace,
-              label: str) -> None:
+              label: str) -> float:
+    """One run on a fresh failed topic; prints it and returns its records/s."""
     run = uuid.uuid4().hex[:8]
     failed_topic, source = f"bench-failed-{run}", f"bench-orders-{run}"
     asyncio.run(_create_topics(bootstrap, [failed_topic, source], args.partitions))
@@ -89,9 +93,11 @@ def _run_once(bootstrap: str, spark: SparkSession, args: argparse.Namespace,
         raise SystemExit(f"expected {args.records:,} replayed records, the job reported "
                          f"{summary.replayed:,} and {source} holds {written:,}")
     phases = ", ".join(f"{name} {secs:.1f} s" for name, secs in summary.phases.items())
-    print(f"{label:<6} {summary.replayed:,} replayed in {summary.elapsed_s:.1f} s = "
-          f"{summary.replayed / summary.elapsed_s:,.0f} records/s  ({phases}; "
-          f"failed topic filled in {fill_s:.1f} s beforehand)", flush=True)
+    rate = summary.replayed / summary.elapsed_s
+    print(f"{label:<8} {summary.replayed:,} replayed in {summary.elapsed_s:.2f} s = "
+          f"{rate:,.0f} records/s  ({phases}; failed topic filled in {fill_s:.1f} s "
+          "beforehand)", flush=True)
+    return rate
 
 
 def _bench(bootstrap: str, args: argparse.Namespace) -> None:
@@ -102,7 +108,11 @@ def _bench(bootstrap: str, args: argparse.Namespace) -> None:
     try:
         # The first job on a fresh session also pays for Python workers and JIT warm-up.
         _run_once(bootstrap, spark, args, "cold:")
-        _run_once(bootstrap, spark, args, "warm:")
+        warm = [_run_once(bootstrap, spark, args, f"warm {i + 1}:")
+                for i in range(args.warm_runs)]
+        if warm:
+            print(f"warm median {statistics.median(warm):,.0f} records/s "
+                  f"({min(warm):,.0f} to {max(warm):,.0f})", flush=True)
     finally:
         spark.stop()
 
@@ -113,7 +123,9 @@ def main() -> None:
     p.add_argument("--records", type=int, default=100_000)
     p.add_argument("--partitions", type=int, default=2, help="of the failed and target topics")
     p.add_argument("--master", default="local[*]")
-    p.add_argument("--max-offsets-per-task", type=int, default=25_000)
+    p.add_argument("--max-offsets-per-task", type=int, default=50_000,
+                   help="the job's default")
+    p.add_argument("--warm-runs", type=int, default=3)
     p.add_argument("--bootstrap-servers", help="an existing broker (default: start Tansu)")
     args = p.parse_args()
     with contextlib.ExitStack() as stack:
