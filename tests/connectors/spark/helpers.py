@@ -6,10 +6,13 @@ import itertools
 import uuid
 from collections.abc import Iterable
 
+import orjson
+import pyarrow as pa
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from connectors.kafka.failed import FailedRecord
+from connectors.spark.kafka_io import RECORD_SCHEMA
 from tests.connectors.kafka.helpers import reading_consumer, seek_to_start
 
 _names = itertools.count()
@@ -25,6 +28,21 @@ def failed(topic: str, offset: int, *, reason: str = "boom", attempts: int = 4,
     """A failed record for ``topic[partition]@offset``: key ``k<offset>``, value ``v<offset>``."""
     return FailedRecord(topic, partition, offset, f"k{offset}".encode(), f"v{offset}".encode(),
                         attempts, reason, failed_at, "topology", "bolt")
+
+
+def failed_with(**changes: object) -> bytes:
+    """The payload of ``failed("t", 1)`` with ``changes`` made to its JSON fields."""
+    obj = orjson.loads(failed("t", 1).to_json())
+    obj.update(changes)
+    return orjson.dumps(obj)
+
+
+def payload_batch(*payloads: bytes | None) -> pa.RecordBatch:
+    """The Kafka source's rows for ``payloads``, read from ``failed[1]`` at offsets 10, 11..."""
+    return pa.RecordBatch.from_pylist([
+        {"key": None, "value": payload, "topic": "failed", "partition": 1, "offset": 10 + i,
+         "timestamp_ms": 0, "headers": []} for i, payload in enumerate(payloads)],
+        schema=RECORD_SCHEMA)
 
 
 async def produce(bootstrap: str, topic: str, payloads: Iterable[bytes],

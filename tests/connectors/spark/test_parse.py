@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import orjson
-import pyarrow as pa
 import pytest
 
-from connectors.spark.kafka_io import RECORD_SCHEMA
 from connectors.spark.parse import PARSED_SCHEMA, parse_batch, parse_payload
-from tests.connectors.spark.helpers import failed
-
-
-def _batch(*payloads: bytes | None) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist([
-        {"key": None, "value": payload, "topic": "failed", "partition": 1, "offset": 10 + i,
-         "timestamp_ms": 0, "headers": []} for i, payload in enumerate(payloads)],
-        schema=RECORD_SCHEMA)
-
-
-def _with(**changes: object) -> bytes:
-    obj = orjson.loads(failed("t", 1).to_json())
-    obj.update(changes)
-    return orjson.dumps(obj)
+from tests.connectors.spark.helpers import failed, failed_with, payload_batch
 
 
 def test_valid_record_fills_every_column_and_no_error() -> None:
     record = failed("orders", 7, reason="boom", attempts=3)
-    parsed = parse_batch(_batch(record.to_json(), _with(key=None)))
+    parsed = parse_batch(payload_batch(record.to_json(), failed_with(key=None)))
     assert parsed.schema == PARSED_SCHEMA
     assert parsed.to_pylist() == [
         {"failed_partition": 1, "failed_offset": 10, "error": None, "topic": "orders",
@@ -45,19 +29,19 @@ def test_valid_record_fills_every_column_and_no_error() -> None:
     (b"[1, 2]", "expected a JSON object, got list"),
     (b'{"topic": "t"}', "missing field(s) ['partition', 'offset', 'value', 'attempts', "
                         "'reason']"),
-    (_with(offset="12"), "field 'offset' must be int, got str"),
-    (_with(value="%%%"), "Only base64 data is allowed"),
-    (_with(partition=2**31), "field 'partition' out of range: 2147483648"),
-    (_with(attempts=-1), "field 'attempts' out of range: -1"),
-    (_with(offset=-5), "field 'offset' out of range: -5"),
-    (_with(offset=2**63), "field 'offset' out of range: 9223372036854775808"),
-    (_with(failed_at=2**63), "field 'failed_at' out of range: 9223372036854775808"),
-    (_with(topology=5), "field 'topology' must be str, got int"),
+    (failed_with(offset="12"), "field 'offset' must be int, got str"),
+    (failed_with(value="%%%"), "Only base64 data is allowed"),
+    (failed_with(partition=2**31), "field 'partition' out of range: 2147483648"),
+    (failed_with(attempts=-1), "field 'attempts' out of range: -1"),
+    (failed_with(offset=-5), "field 'offset' out of range: -5"),
+    (failed_with(offset=2**63), "field 'offset' out of range: 9223372036854775808"),
+    (failed_with(failed_at=2**63), "field 'failed_at' out of range: 9223372036854775808"),
+    (failed_with(topology=5), "field 'topology' must be str, got int"),
 ])
 def test_malformed_payload_gives_error_and_empty_record(payload: bytes | None,
                                                         error: str) -> None:
     good = failed("t", 2).to_json()
-    rows = parse_batch(_batch(good, payload, good)).to_pylist()
+    rows = parse_batch(payload_batch(good, payload, good)).to_pylist()
     assert [r["error"] is None for r in rows] == [True, False, True]
     bad = rows[1]
     assert bad["error"].startswith(error)
