@@ -39,7 +39,8 @@ class BatchQueue:
     acker message lists); its length is what it counts against the bound.
     """
 
-    __slots__ = ("_count", "_getter", "_items", "_last", "_peak", "_putters", "maxsize")
+    __slots__ = ("_count", "_getter", "_items", "_last", "_loop", "_peak", "_putters",
+                 "maxsize")
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
@@ -49,6 +50,15 @@ class BatchQueue:
         self._getter: asyncio.Future[None] | None = None
         self._putters: deque[asyncio.Future[None]] = deque()
         self._peak = 0
+        # The loop of the first wait: asyncio.get_running_loop() makes a getpid() system
+        # call each time, and a queue lives on one loop (that of its topology).
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
 
     def __len__(self) -> int:
         return len(self._items)
@@ -93,7 +103,7 @@ class BatchQueue:
         """Append ``batch``, first waiting until it fits (or the queue is empty)."""
         n = len(batch)
         while self._count and self._count + n > self.maxsize:
-            waiter = asyncio.get_running_loop().create_future()
+            waiter = self._running_loop().create_future()
             self._putters.append(waiter)
             try:
                 await waiter
@@ -118,7 +128,7 @@ class BatchQueue:
         """Wait until the queue is non-empty or ``timeout`` passes; True if non-empty."""
         if self._items:
             return True
-        getter = asyncio.get_running_loop().create_future()
+        getter = self._running_loop().create_future()
         self._getter = getter
         try:
             if timeout is None:
