@@ -13,6 +13,7 @@ also delivered while an async ``next_tuple`` is suspended. User code is called t
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -61,6 +62,9 @@ class SpoutTask:
     ack: tuple[Callable[..., Any], bool] = field(init=False)
     fail: tuple[Callable[..., Any], bool] = field(init=False)
     fail_takes_reason: bool = field(init=False)
+    ack_many: Callable[[list[Any]], Any] | None = field(init=False)
+    """The spout's own sync ``ack_many(msg_ids)``, called in place of ``ack`` for each of a
+    run of acks (None: ``ack`` one by one)."""
     sites: tuple[CallSite, CallSite, CallSite] = field(init=False)
     """What the loop watchdog names for ``next_tuple``, ``ack`` and ``fail``."""
 
@@ -68,6 +72,9 @@ class SpoutTask:
         self.next_tuple = method(self.obj, "next_tuple")
         self.ack = method(self.obj, "ack")
         self.fail = method(self.obj, "fail")
+        many = getattr(self.obj, "ack_many", None)
+        self.ack_many = (many if many is not None and not self.ack[1]
+                         and not inspect.iscoroutinefunction(many) else None)
         self.fail_takes_reason = accepts(self.fail[0], "reason")
         cid = self.context.component_id
         self.sites = (CallSite(cid, self.task_id, "next_tuple"),
@@ -182,6 +189,10 @@ class SpoutExecutor:
             flow.limited = limited
         if coll.immediate_acks:
             acks, coll.immediate_acks = coll.immediate_acks, []
+            if task.ack_many is not None:
+                task.stats.acked += len(acks)
+                self._ack_many(task, acks)
+                return coll.emit_count - start
             for msg_id in acks:
                 task.stats.acked += 1
                 called = self._user(task, task.ack, msg_id)
@@ -249,6 +260,9 @@ class SpoutExecutor:
 
     async def _on_outcomes(self, outcomes: list[tuple[int, int, int]]) -> None:
         by_id, marker = self.by_id, self._marker
+        # Acks for tasks with ack_many, per task, in order; flushed before a fail of the
+        # same task and at the end, so each task sees its acks and fails in order.
+        batched: dict[int, list[Any]] | None = None
         for kind, task_id, root in outcomes:
             task = by_id[task_id]
             reason: FailReason | None = None
@@ -268,15 +282,28 @@ class SpoutExecutor:
                     self._latency.add(now - t0)
                     if flow is not None and flow.latency(t0, now, len(task.pending) + 1):
                         self._cut(task, flow, f"complete latency {now - t0:.3f} s")
-            marker.site = task.sites[1 if kind == ACK else 2]
             if kind == ACK:
                 task.stats.acked += 1
                 if flow is not None and flow.limited:
                     flow.acked(1)
+                if task.ack_many is not None:
+                    if batched is None:
+                        batched = {}
+                    ids = batched.get(task_id)
+                    if ids is None:
+                        ids = batched[task_id] = []
+                    ids.append(msg_id)
+                    continue
+                marker.site = task.sites[1]
                 called = self._user(task, task.ack, msg_id)
                 if called is not None:
                     await called
                 continue
+            if batched is not None:
+                ids = batched.pop(task_id, None)
+                if ids:
+                    self._ack_many(task, ids)
+            marker.site = task.sites[2]
             if reason is None:
                 reason = _UNKNOWN_REASON
             task.stats.count_fail(reason.kind)
@@ -287,7 +314,23 @@ class SpoutExecutor:
                                  reason if task.fail_takes_reason else None)
             if called is not None:
                 await called
+        if batched is not None:
+            for task_id, ids in batched.items():
+                self._ack_many(by_id[task_id], ids)
         marker.site = None
+
+    def _ack_many(self, task: SpoutTask, msg_ids: list[Any]) -> None:
+        """Hand ``msg_ids`` to the task's ``ack_many``; a user's error is reported, the
+        engine's cancellation propagates."""
+        ack_many = task.ack_many
+        assert ack_many is not None
+        self._marker.site = task.sites[1]
+        try:
+            ack_many(msg_ids)
+        except BaseException as exc:
+            if not is_user_error(exc):
+                raise
+            task.collector.report_error(exc)
 
     def _cut(self, task: SpoutTask, flow: FlowLimit, why: str) -> None:
         self._cuts.warn(f"spout {self.component!r}",
