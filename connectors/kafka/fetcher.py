@@ -111,12 +111,30 @@ class Fetcher:
         if part.holds(pending):
             self._done(part, pending.msg_id[2])
 
-    def ack(self, msg_id: MsgId) -> None:
-        """The tuple of ``msg_id`` completed; ignored if its partition was revoked since."""
-        topic, partition, offset = msg_id
-        part = self.parts.get((topic, partition))  # type: ignore[call-overload]
-        if part is not None and offset in part.records:
-            self._done(part, offset)
+    def ack_many(self, msg_ids: Iterable[MsgId]) -> None:
+        """The tuples of ``msg_ids`` completed; each is ignored if its partition was revoked
+        since or it was done already."""
+        parts = self.parts
+        key: tuple[str, int] | None = None
+        part: Partition | None = None
+        touched: list[Partition] = []
+        for topic, partition, offset in msg_ids:
+            if key is None or key[0] != topic or key[1] != partition:
+                key = (topic, partition)
+                part = parts.get(key)  # type: ignore[call-overload]
+                if part is not None and part not in touched:
+                    touched.append(part)
+            if part is not None:
+                records = part.records
+                if offset in records:
+                    del records[offset]
+                    part.offsets.done_unordered(offset)  # type: ignore[union-attr]
+        for part in touched:
+            offsets = part.offsets
+            assert offsets is not None
+            offsets.trim()
+            if part.paused and offsets.uncommitted < self.max_uncommitted:
+                self.wake.set()
 
     def _done(self, part: Partition, offset: int) -> None:
         del part.records[offset]

@@ -73,14 +73,24 @@ class PartitionOffsets:
 
     def done(self, offset: int) -> bool:
         """Mark ``offset`` acked or finally failed; False if it is not in flight."""
+        if not self.done_unordered(offset):
+            return False
+        self.trim()
+        return True
+
+    def done_unordered(self, offset: int) -> bool:
+        """``done`` without moving the commit point: call ``trim`` after a run of these."""
         try:
             self._inflight.remove(offset)
         except KeyError:
             return False
-        order = self._order
-        while order and order[0] not in self._inflight:
-            order.popleft()
         return True
+
+    def trim(self) -> None:
+        """Move the commit point past every offset done at its head."""
+        order, inflight = self._order, self._inflight
+        while order and order[0] not in inflight:
+            order.popleft()
 
     def is_inflight(self, offset: int) -> bool:
         """Whether ``offset`` is tracked and not yet done."""

@@ -211,9 +211,15 @@ class KafkaSpout(Spout):
 
     def ack(self, msg_id: MsgId) -> None:
         """The record's tree completed: its offset is done."""
-        self._fetcher.ack(msg_id)
+        self._fetcher.ack_many((msg_id,))
         if self._breaker is not None:
             self._breaker.ok += 1
+
+    def ack_many(self, msg_ids: list[MsgId]) -> None:
+        """``ack`` for each of ``msg_ids``, in one call (the engine batches a run of acks)."""
+        self._fetcher.ack_many(msg_ids)
+        if self._breaker is not None:
+            self._breaker.ok += len(msg_ids)
 
     def fail(self, msg_id: MsgId, reason: Any = None) -> None:
         """Schedule a retry, or after ``max_retries`` write the record to ``failed_topic``.

@@ -186,3 +186,15 @@ def test_track_many_refuses_offsets_below_the_fetch_position() -> None:
     tracker.track_many([10, 11])
     with pytest.raises(ValueError, match="ascending offsets from 12"):
         tracker.track_many([11, 12])
+
+
+@given(st.lists(st.integers(min_value=0, max_value=30), max_size=60))
+def test_done_unordered_then_trim_is_done_per_offset(done: list[int]) -> None:
+    one, many = PartitionOffsets(0), PartitionOffsets(0)
+    one.track_many(list(range(25)))
+    many.track_many(list(range(25)))
+    answers = [one.done(offset) for offset in done]
+    assert [many.done_unordered(offset) for offset in done] == answers
+    many.trim()
+    assert (one.committable, one.uncommitted, one.inflight) == (
+        many.committable, many.uncommitted, many.inflight)
