@@ -15,6 +15,11 @@ __all__ = ["DEFAULT_FAILED_MAX_BYTES", "KafkaSpoutMetrics", "consumer_config",
 _CONSUMER_DEFAULTS: dict[str, Any] = {
     "enable_auto_commit": False,
     "auto_offset_reset": "earliest",  # as storm-kafka-client's UNCOMMITTED_EARLIEST
+    # A fetch for partitions with nothing new waits this long at the broker, and the
+    # consumer sends no other fetch to that broker meanwhile: a partition resumed (the
+    # spout pauses one at its cap, or all while its buffer is full) waits for that
+    # answer. Kafka's 500 ms stalled a busy partition behind idle ones.
+    "fetch_max_wait_ms": 100,
 }
 
 _FORBIDDEN = {

@@ -62,6 +62,8 @@ def test_consumer_options_override_defaults_and_reach_the_failed_producer() -> N
                                "sasl_plain_username": "u", "sasl_plain_password": "p"})
     assert options["auto_offset_reset"] == "latest"
     assert options["enable_auto_commit"] is False
+    assert options["fetch_max_wait_ms"] == 100  # a resumed partition waits no longer
+    assert consumer_config({"fetch_max_wait_ms": 500})["fetch_max_wait_ms"] == 500
     assert producer_config(options) == {
         "acks": "all", "security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN",
         "sasl_plain_username": "u", "sasl_plain_password": "p"}
