@@ -117,21 +117,23 @@ class Fetcher:
         parts = self.parts
         key: tuple[str, int] | None = None
         part: Partition | None = None
-        touched: list[Partition] = []
+        offsets: PartitionOffsets | None = None
+        touched: set[Partition] = set()  # where an offset was done: trimmed once at the end
         for topic, partition, offset in msg_ids:
             if key is None or key[0] != topic or key[1] != partition:
                 key = (topic, partition)
                 part = parts.get(key)  # type: ignore[call-overload]
-                if part is not None and part not in touched:
-                    touched.append(part)
-            if part is not None:
+                offsets = None if part is None else part.offsets
+            if offsets is not None and part is not None:
                 records = part.records
                 if offset in records:
                     del records[offset]
-                    part.offsets.done_unordered(offset)  # type: ignore[union-attr]
+                    offsets.done_unordered(offset)
+                    touched.add(part)
         for part in touched:
             offsets = part.offsets
-            assert offsets is not None
+            if offsets is None:
+                continue
             offsets.trim()
             if part.paused and offsets.uncommitted < self.max_uncommitted:
                 self.wake.set()
