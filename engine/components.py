@@ -35,7 +35,7 @@ class Spout(Component):
     ``next_tuple`` is called repeatedly while the spout is active and not at
     ``topology.max.spout.pending``. For a tuple emitted with a ``msg_id``, exactly one of
     ``ack(msg_id)`` or ``fail(msg_id)`` is later called on the same task, at most once,
-    never after ``close``. A subclass with a plain ``ack`` may define
+    never after ``close``. A subclass with a plain ``ack`` may define a plain
     ``ack_many(msg_ids)``: it is then called instead of ``ack`` with each run of acks that
     arrive together, in order, cut before any fail of the task (docs/components.md).
     """

@@ -88,3 +88,20 @@ async def test_an_async_ack_keeps_acks_one_by_one() -> None:
         await cluster.submit_topology("t", _conf(1), _topology(spout))
         await wait_until(lambda: len(spout.events) == 20)
     assert sorted(spout.acked()) == list(range(20))
+
+
+class CountingAckSpout(BatchAckSpout):
+    """Overrides ``ack`` below the class that defines ``ack_many``: every id reaches it."""
+
+    def ack(self, msg_id: Any) -> None:
+        self.events.append(("counted", msg_id))
+
+
+async def test_an_ack_overridden_below_ack_many_sees_every_id() -> None:
+    spout = CountingAckSpout(["n"])
+    for i in range(1, 21):
+        spout.feed([i], msg_id=i)
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("t", _conf(1), _topology(spout))
+        await wait_until(lambda: len(spout.events) == 20)
+    assert sorted(m for kind, m in spout.events if kind == "counted") == list(range(1, 21))
