@@ -48,7 +48,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from connectors.spark.kafka_io import RECORD_DDL, read_range, write_batches
+from connectors.spark.kafka_io import RECORD_DDL, gc_paused, read_range, write_batches
 from connectors.spark.offsets import OffsetRange, plan_ranges, plan_tasks
 from connectors.spark.parse import PARSED_DDL, parse_batch
 
@@ -127,7 +127,10 @@ class _KafkaReader(DataSourceReader):
 class _FailedRecordsReader(_KafkaReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Every record of the partition's range, parsed, once, in offset order."""
-        return map(parse_batch, super().read(partition))
+        for batch in super().read(partition):
+            with gc_paused():
+                parsed = parse_batch(batch)
+            yield parsed
 
 
 @dataclass

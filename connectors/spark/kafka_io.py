@@ -7,9 +7,11 @@ returning (or when the generator is closed), so nothing outlives the task.
 Records travel as Arrow ``RecordBatch``es with ``RECORD_SCHEMA``: one Arrow conversion per
 fetch instead of one Python tuple per record.
 
-Python's cycle collector is paused while a read or a write runs: the per-record objects
-(fetched records, header lists) hold no cycles, yet each collection would walk every one of
-them, which cost a write about half its time. The task's few cycles are collected after.
+Python's cycle collector is paused while a batch is fetched and converted, and while a write
+runs: the per-record objects (fetched records, header lists) hold no cycles, yet each
+collection would walk every one of them, which cost a write about half its time. A read
+turns it back on before each ``yield``: it is a process-wide switch, and a generator's
+consumer runs code of its own between batches.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from connectors.kafka import client_options
 from connectors.kafka.batch_send import BatchSender
 from connectors.spark.offsets import OffsetRange
 
-__all__ = ["RECORD_DDL", "RECORD_SCHEMA", "Pace", "Rows", "batch_rows", "read_range",
-           "write_batches", "write_rows"]
+__all__ = ["RECORD_DDL", "RECORD_SCHEMA", "Pace", "Rows", "batch_rows", "gc_paused",
+           "read_range", "write_batches", "write_rows"]
 
 _HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -55,8 +57,9 @@ _MAX_BATCH_BYTES = 256 * 1024
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cycle collector for the block (nested blocks are fine)."""
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cycle collector for the block, a process-wide switch: keep the block
+    free of ``yield`` (nested blocks are fine)."""
     if not gc.isenabled():
         yield
         return
@@ -104,7 +107,7 @@ def read_range(bootstrap: str, rng: OffsetRange, *, stall_timeout_s: float = 60.
     if rng.size == 0:
         return
     tp = TopicPartition(rng.topic, rng.partition)
-    with _gc_paused(), asyncio.Runner() as runner:
+    with asyncio.Runner() as runner:
         consumer = runner.run(_started_consumer(bootstrap, tp, rng.start, client or {}))
         try:
             yield from _fetch_until(runner, consumer, tp, rng, stall_timeout_s, max_records)
@@ -131,11 +134,14 @@ def _fetch_until(runner: asyncio.Runner, consumer: AIOKafkaConsumer, tp: TopicPa
     last_progress = loop.time()
     position = rng.start
     while position < rng.end:
-        fetched = runner.run(consumer.getmany(tp, timeout_ms=_FETCH_TIMEOUT_MS,
-                                              max_records=max_records)).get(tp, [])
-        records = [r for r in fetched if r.offset < rng.end]
-        if records:
-            yield _to_batch(records)
+        with gc_paused():
+            fetched = runner.run(consumer.getmany(tp, timeout_ms=_FETCH_TIMEOUT_MS,
+                                                  max_records=max_records)).get(tp, [])
+            records = [r for r in fetched if r.offset < rng.end]
+            batch = _to_batch(records) if records else None
+            del fetched, records
+        if batch is not None:
+            yield batch
         new_position = runner.run(consumer.position(tp))
         if new_position > position:
             position, last_progress = new_position, loop.time()
@@ -191,7 +197,7 @@ def write_rows(bootstrap: str, rows: Iterable[Rows], *, default_topic: str | Non
     first = next(pending, None)
     if first is None:
         return 0
-    with _gc_paused(), asyncio.Runner() as runner:
+    with gc_paused(), asyncio.Runner() as runner:
         producer = runner.run(_started_producer(bootstrap, producer_options or {}))
         writer = _Writer(producer, default_topic, Pace(max_records_per_sec))
         try:
