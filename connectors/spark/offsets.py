@@ -77,22 +77,25 @@ def plan_tasks(ranges: Iterable[OffsetRange], max_size: int,
     """The ranges cut into tasks of at most ``max_size`` offsets, largest first.
 
     Each range is cut into pieces of near-equal size, the fewest that respect
-    ``max_size``; then the ranges with the largest pieces are cut once more until the
-    count is a multiple of ``parallelism`` (the tasks that run at once), so that no small
-    remainder runs alone at the end. Empty ranges give no task.
+    ``max_size``. When they number at least ``parallelism`` (the tasks that run at once),
+    the ranges with the largest pieces are cut once more until the count is a multiple of
+    it, so that no small remainder runs alone at the end; fewer pieces are left as they
+    are (a small read is not cut up to fill a large cluster). Empty ranges give no task.
     """
     if max_size < 1:
         raise ValueError(f"max_size must be at least 1, got {max_size}")
     if parallelism < 1:
         raise ValueError(f"parallelism must be at least 1, got {parallelism}")
-    parts = {r: -(-r.size // max_size) for r in ranges if r.size}
-    can_grow = [r for r in parts if r.size > parts[r]]
-    while sum(parts.values()) % parallelism and can_grow:
-        widest = max(can_grow, key=lambda r: r.size / parts[r])
-        parts[widest] += 1
-        if widest.size == parts[widest]:
-            can_grow.remove(widest)
-    pieces = [piece for r, n in parts.items() for piece in r.divide(n)]
+    plan = [[r, -(-r.size // max_size)] for r in ranges if r.size]
+    count = sum(n for _, n in plan)
+    growable = [entry for entry in plan if entry[0].size > entry[1]]
+    while count >= parallelism and count % parallelism and growable:
+        widest = max(growable, key=lambda entry: entry[0].size / entry[1])
+        widest[1] += 1
+        count += 1
+        if widest[0].size == widest[1]:
+            growable.remove(widest)
+    pieces = [piece for r, n in plan for piece in r.divide(n)]
     return sorted(pieces, key=lambda r: -r.size)
 
 
