@@ -50,8 +50,9 @@ class BatchQueue:
         self._getter: asyncio.Future[None] | None = None
         self._putters: deque[asyncio.Future[None]] = deque()
         self._peak = 0
-        # The loop of the first wait: asyncio.get_running_loop() makes a getpid() system
-        # call each time, and a queue lives on one loop (that of its topology).
+        # The loop of the first wait: CPython 3.11's asyncio.get_running_loop() makes a
+        # getpid() system call each time. A queue lives on its topology's loop; used from
+        # another loop it would fail as an asyncio primitive does.
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def _running_loop(self) -> asyncio.AbstractEventLoop:

@@ -15,13 +15,13 @@ from __future__ import annotations
 import pyarrow as pa
 
 from connectors.kafka.failed import FailedRecord, MalformedFailedRecord
-from connectors.spark.parse_columns import RECORD_FIELDS, parse_columnar
+from connectors.spark.parse_columns import FIELDS_SCHEMA, parse_columnar
 
 __all__ = ["PARSED_DDL", "PARSED_SCHEMA", "parse_batch", "parse_payload"]
 
 PARSED_SCHEMA = pa.schema([
     ("failed_partition", pa.int32()), ("failed_offset", pa.int64()), ("error", pa.string()),
-    *RECORD_FIELDS])
+    *FIELDS_SCHEMA])
 """Where the record sits in the failed topic, ``error`` (null if valid), then its content."""
 
 PARSED_DDL = ("failed_partition INT, failed_offset BIGINT, error STRING, topic STRING, "

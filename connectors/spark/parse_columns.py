@@ -19,9 +19,9 @@ import orjson
 import pyarrow as pa
 import pybase64
 
-__all__ = ["RECORD_FIELDS", "parse_columnar"]
+__all__ = ["FIELDS_SCHEMA", "parse_columnar"]
 
-RECORD_FIELDS = pa.schema([
+FIELDS_SCHEMA = pa.schema([
     ("topic", pa.string()),
     ("partition", pa.int32()),
     ("offset", pa.int64()),
@@ -64,7 +64,7 @@ def _decoded(texts: list[str | None]) -> pa.Array:
 def parse_columnar(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch | None:
     """The ``schema`` rows for ``batch`` (Kafka source columns), or None to parse per row.
 
-    ``schema`` is the failed-topic position and ``error``, then ``RECORD_FIELDS``.
+    ``schema`` is the failed-topic position and ``error``, then ``FIELDS_SCHEMA``.
     """
     payloads = batch.column("value")
     if payloads.null_count or len(payloads) == 0:
@@ -88,7 +88,7 @@ def parse_columnar(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch |
     try:
         keys = _decoded(columns["key"])
         values = _decoded(columns["value"])
-        arrays = {name: pa.array(columns[name], field.type) for field in RECORD_FIELDS
+        arrays = {name: pa.array(columns[name], field.type) for field in FIELDS_SCHEMA
                   if (name := field.name) not in ("key", "value", "failed_at",
                                                   "value_truncated")}
         failed_at = pa.array([t or 0 for t in columns["failed_at"]], pa.int64())

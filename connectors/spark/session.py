@@ -89,19 +89,21 @@ def prepare_session(spark: SparkSession) -> None:
 def _workers_find(spark: SparkSession, root: Path) -> bool:
     """Whether the executors' Python imports this very project without help: an installed
     distribution (installed on the executors too), or a local master whose workers run this
-    interpreter and import ``root``'s packages from a directory other than the driver's."""
+    interpreter and, started in another working directory, import both packages from
+    ``root``."""
     if "site-packages" in root.parts or "dist-packages" in root.parts:
         return True
     python = spark.conf.get("spark.pyspark.python", None) or os.environ.get("PYSPARK_PYTHON")
     if not spark.sparkContext.master.startswith("local") or python != sys.executable:
         return False
-    probe = "import connectors, engine, sys; sys.stdout.write(connectors.__file__)"
+    probe = ("import connectors, engine, sys; "
+             "sys.stdout.write(connectors.__file__ + '\\n' + engine.__file__)")
     try:
         found = subprocess.run([python, "-c", probe], cwd=tempfile.gettempdir(),
                                capture_output=True, text=True, timeout=30, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return False
-    return Path(found).resolve().parent.parent == root
+    return all(Path(path).resolve().parent.parent == root for path in found.splitlines())
 
 
 def _zip_packages(root: Path) -> Path:
