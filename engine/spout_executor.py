@@ -13,7 +13,6 @@ also delivered while an async ``next_tuple`` is suspended. User code is called t
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from engine.outbox import Outbox
 from engine.queues import BatchQueue
 from engine.spout_collector import SpoutOutputCollector
 from engine.stats import LatencyReservoir, TaskStats
-from engine.usercall import accepts, is_user_error, method
+from engine.usercall import accepts, batch_ack, is_user_error, method
 from engine.watchdog import CallSite, CurrentCall, current_call
 
 # A FAIL whose reason was not kept (more failures in flight than the book holds).
@@ -72,25 +71,11 @@ class SpoutTask:
         self.next_tuple = method(self.obj, "next_tuple")
         self.ack = method(self.obj, "ack")
         self.fail = method(self.obj, "fail")
-        self.ack_many = _ack_many(self.obj) if not self.ack[1] else None
+        self.ack_many = batch_ack(self.obj) if not self.ack[1] else None
         self.fail_takes_reason = accepts(self.fail[0], "reason")
         cid = self.context.component_id
         self.sites = (CallSite(cid, self.task_id, "next_tuple"),
                       CallSite(cid, self.task_id, "ack"), CallSite(cid, self.task_id, "fail"))
-
-
-def _ack_many(spout: Any) -> Callable[[list[Any]], Any] | None:
-    """The spout's sync ``ack_many``, unless a subclass overrides ``ack`` below the class
-    that defines it (that ``ack`` must then see every id)."""
-    many = getattr(spout, "ack_many", None)
-    if many is None or inspect.iscoroutinefunction(many):
-        return None
-    mro = type(spout).__mro__
-    owner_many = next((c for c in mro if "ack_many" in vars(c)), None)
-    owner_ack = next((c for c in mro if "ack" in vars(c)), None)
-    if owner_many is None or owner_ack is None or not issubclass(owner_many, owner_ack):
-        return None
-    return many  # type: ignore[no-any-return]
 
 
 class SpoutExecutor:
@@ -275,65 +260,63 @@ class SpoutExecutor:
         # Acks for tasks with ack_many, per task, in order; flushed before a fail of the
         # same task and at the end, so each task sees its acks and fails in order.
         batched: dict[int, list[Any]] | None = None
-        try:
-            for kind, task_id, root in outcomes:
-                task = by_id[task_id]
-                reason: FailReason | None = None
-                if kind == TIMEOUT:
-                    reason = self._reasons.timeout
-                elif kind != ACK:
-                    reason = self._reasons.take(root)
-                msg_id = task.pending.pop(root, None)
-                if msg_id is None:
-                    continue  # decided already, or emitted before a restart of this task
-                flow = task.flow
-                started = task.collector.started
-                if started:
-                    t0 = started.pop(root, None)
-                    if t0 is not None and kind == ACK:
-                        now = self._clock()
-                        self._latency.add(now - t0)
-                        if flow is not None and flow.latency(t0, now, len(task.pending) + 1):
-                            self._cut(task, flow, f"complete latency {now - t0:.3f} s")
-                if kind == ACK:
-                    task.stats.acked += 1
-                    if flow is not None and flow.limited:
-                        flow.acked(1)
-                    if task.ack_many is not None:
-                        if batched is None:
-                            batched = {}
-                        ids = batched.get(task_id)
-                        if ids is None:
-                            ids = batched[task_id] = []
-                        ids.append(msg_id)
-                        continue
-                    marker.site = task.sites[1]
-                    called = self._user(task, task.ack, msg_id)
-                    if called is not None:
-                        await called
+        for kind, task_id, root in outcomes:
+            task = by_id[task_id]
+            reason: FailReason | None = None
+            if kind == TIMEOUT:
+                reason = self._reasons.timeout
+            elif kind != ACK:
+                reason = self._reasons.take(root)
+            msg_id = task.pending.pop(root, None)
+            if msg_id is None:
+                continue  # decided already, or emitted before a restart of this task
+            flow = task.flow
+            started = task.collector.started
+            if started:
+                t0 = started.pop(root, None)
+                if t0 is not None and kind == ACK:
+                    now = self._clock()
+                    self._latency.add(now - t0)
+                    if flow is not None and flow.latency(t0, now, len(task.pending) + 1):
+                        self._cut(task, flow, f"complete latency {now - t0:.3f} s")
+            if kind == ACK:
+                task.stats.acked += 1
+                if flow is not None and flow.limited:
+                    flow.acked(1)
+                if task.ack_many is not None:
+                    if batched is None:
+                        batched = {}
+                    ids = batched.get(task_id)
+                    if ids is None:
+                        ids = batched[task_id] = []
+                    ids.append(msg_id)
                     continue
-                if batched is not None:
-                    ids = batched.pop(task_id, None)
-                    if ids:
-                        self._ack_many(task, ids)
-                marker.site = task.sites[2]
-                if reason is None:
-                    reason = _UNKNOWN_REASON
-                task.stats.count_fail(reason.kind)
-                if (flow is not None and reason.kind == "timeout"
-                        and flow.timed_out(self._clock(), len(task.pending) + 1)):
-                    self._cut(task, flow, "a tree timed out")
-                called = self._user(task, task.fail, msg_id,
-                                     reason if task.fail_takes_reason else None)
+                marker.site = task.sites[1]
+                called = self._user(task, task.ack, msg_id)
                 if called is not None:
                     await called
-        finally:
-            # Also when cancelled mid-way (at shutdown): every tree decided here reaches
-            # its spout. Popped first, so a failing call is not made twice.
-            while batched:
-                task_id, ids = batched.popitem()
+                continue
+            if batched is not None:
+                ids = batched.pop(task_id, None)
+                if ids:
+                    self._ack_many(task, ids)
+            marker.site = task.sites[2]
+            if reason is None:
+                reason = _UNKNOWN_REASON
+            task.stats.count_fail(reason.kind)
+            if (flow is not None and reason.kind == "timeout"
+                    and flow.timed_out(self._clock(), len(task.pending) + 1)):
+                self._cut(task, flow, "a tree timed out")
+            called = self._user(task, task.fail, msg_id,
+                                 reason if task.fail_takes_reason else None)
+            if called is not None:
+                await called
+        # A cancel (at shutdown) inside an awaited async fail drops the acks gathered so far:
+        # their records are then replayed, as for any tree undecided at a stop.
+        if batched is not None:
+            for task_id, ids in batched.items():
                 self._ack_many(by_id[task_id], ids)
-            marker.site = None
+        marker.site = None
 
     def _ack_many(self, task: SpoutTask, msg_ids: list[Any]) -> None:
         """Hand ``msg_ids`` to the task's ``ack_many``; a user's error is reported, the

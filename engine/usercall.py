@@ -32,7 +32,7 @@ from typing import Any
 
 from engine.errors import FailedException
 
-__all__ = ["UserMethod", "accepts", "awaitable", "invoke", "is_async", "is_user_error",
+__all__ = ["UserMethod", "accepts", "awaitable", "batch_ack", "invoke", "is_async", "is_user_error",
            "method", "report"]
 
 UserMethod = tuple[Callable[..., Any], bool]
@@ -84,6 +84,20 @@ def accepts(fn: Callable[..., Any], parameter: str) -> bool:
         return parameter in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
+
+
+def batch_ack(spout: Any) -> Callable[[list[Any]], Any] | None:
+    """The spout's sync ``ack_many``, unless a subclass overrides ``ack`` below the class
+    that defines it (that ``ack`` must then see every id) or ``ack_many`` is async."""
+    many = getattr(spout, "ack_many", None)
+    if many is None or inspect.iscoroutinefunction(many):
+        return None
+    mro = type(spout).__mro__
+    owner_many = next((c for c in mro if "ack_many" in vars(c)), None)
+    owner_ack = next((c for c in mro if "ack" in vars(c)), None)
+    if owner_many is None or owner_ack is None or not issubclass(owner_many, owner_ack):
+        return None
+    return many  # type: ignore[no-any-return]
 
 
 def is_user_error(exc: BaseException) -> bool:
