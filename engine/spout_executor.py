@@ -189,12 +189,12 @@ class SpoutExecutor:
             if task.ack_many is not None:
                 task.stats.acked += len(acks)
                 self._ack_many(task, acks)
-                return coll.emit_count - start
-            for msg_id in acks:
-                task.stats.acked += 1
-                called = self._user(task, task.ack, msg_id)
-                if called is not None:
-                    await called
+            else:
+                for msg_id in acks:
+                    task.stats.acked += 1
+                    called = self._user(task, task.ack, msg_id)
+                    if called is not None:
+                        await called
         return coll.emit_count - start
 
     def _beside_stuck(self, limit: int, secs: float) -> int:
@@ -319,17 +319,12 @@ class SpoutExecutor:
         marker.site = None
 
     def _ack_many(self, task: SpoutTask, msg_ids: list[Any]) -> None:
-        """Hand ``msg_ids`` to the task's ``ack_many``; a user's error is reported, the
-        engine's cancellation propagates."""
+        """Hand ``msg_ids`` to the task's (sync) ``ack_many``, guarded as ``_user`` guards
+        ``ack``."""
         ack_many = task.ack_many
         assert ack_many is not None
         self._marker.site = task.sites[1]
-        try:
-            ack_many(msg_ids)
-        except BaseException as exc:
-            if not is_user_error(exc):
-                raise
-            task.collector.report_error(exc)
+        self._user(task, (ack_many, False), msg_ids)
 
     def _cut(self, task: SpoutTask, flow: FlowLimit, why: str) -> None:
         self._cuts.warn(f"spout {self.component!r}",
