@@ -15,7 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from connectors.kafka.failed import FailedRecord, MalformedFailedRecord
-from connectors.spark.parse_columns import FIELDS_SCHEMA, parse_columnar
+from connectors.spark.parse_columns import FIELDS_SCHEMA, RANGES, parse_columnar
 
 __all__ = ["PARSED_DDL", "PARSED_SCHEMA", "parse_batch", "parse_payload"]
 
@@ -32,11 +32,6 @@ PARSED_DDL = ("failed_partition INT, failed_offset BIGINT, error STRING, topic S
 
 _RECORD_FIELDS = PARSED_SCHEMA.names[3:]
 
-# A number outside its column's type is malformed, not an Arrow overflow.
-_INT32_MAX, _INT64_MAX = 2**31 - 1, 2**63 - 1
-_RANGES = {"partition": (0, _INT32_MAX), "attempts": (0, _INT32_MAX),
-           "offset": (0, _INT64_MAX), "failed_at": (-_INT64_MAX - 1, _INT64_MAX),
-           "first_failed_at": (-_INT64_MAX - 1, _INT64_MAX)}
 
 
 def parse_payload(payload: bytes | None) -> FailedRecord | str:
@@ -45,7 +40,7 @@ def parse_payload(payload: bytes | None) -> FailedRecord | str:
         record = FailedRecord.from_json(payload)
     except MalformedFailedRecord as exc:
         return str(exc)
-    for name, (low, high) in _RANGES.items():
+    for name, (low, high) in RANGES.items():
         value = getattr(record, name)
         if value is not None and not low <= value <= high:
             return f"field {name!r} out of range: {value}"

@@ -19,7 +19,7 @@ import orjson
 import pyarrow as pa
 import pybase64
 
-__all__ = ["FIELDS_SCHEMA", "parse_columnar"]
+__all__ = ["FIELDS_SCHEMA", "RANGES", "parse_columnar"]
 
 FIELDS_SCHEMA = pa.schema([
     ("topic", pa.string()),
@@ -48,9 +48,13 @@ _TYPES: dict[str, set[type]] = {
     "value_size": _OPT_INT, "value_sha256": _OPT_STR, "first_failed_at": _OPT_INT,
     "replayed_topic": _OPT_STR, "replayed_partition": _OPT_INT, "replayed_offset": _OPT_INT,
 }
-_INT32_MAX = 2**31 - 1
-_RANGES = {"partition": _INT32_MAX, "attempts": _INT32_MAX, "offset": 2**63 - 1}
-"""The highest value of the fields that may not be negative; the others must fit int64."""
+_INT32_MAX, _INT64_MAX = 2**31 - 1, 2**63 - 1
+RANGES: dict[str, tuple[int, int]] = {
+    "partition": (0, _INT32_MAX), "attempts": (0, _INT32_MAX), "offset": (0, _INT64_MAX),
+    "failed_at": (-_INT64_MAX - 1, _INT64_MAX),
+    "first_failed_at": (-_INT64_MAX - 1, _INT64_MAX)}
+"""The lowest and highest value of each integer field kept: beyond them a record is
+malformed (by either path), not an Arrow overflow."""
 
 
 def _decoded(texts: list[str | None]) -> pa.Array:
@@ -82,8 +86,11 @@ def parse_columnar(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch |
         if not set(map(type, values)) <= allowed:
             return None
         columns[name] = values
-    for name, high in _RANGES.items():
-        if not (min(columns[name]) >= 0 and max(columns[name]) <= high):
+    for name, (low, high) in RANGES.items():
+        values = columns[name]
+        if _NONE in _TYPES[name]:
+            values = [v for v in values if v is not None]
+        if values and not (low <= min(values) and max(values) <= high):
             return None
     try:
         keys = _decoded(columns["key"])
