@@ -35,15 +35,25 @@ def _conf(ackers: int) -> Config:
     return Config({"topology.message.timeout.secs": 30, "topology.acker.executors": ackers})
 
 
-async def test_acks_arrive_in_runs_and_fails_one_by_one() -> None:
-    spout = BatchAckSpout(["n"])
-    for i in range(1, 301):
+def _ids_heard(spout: FeederSpout) -> int:
+    return sum(len(e[1]) if e[0] == "acks" else 1 for e in spout.events)
+
+
+async def _run(spout: FeederSpout, ids: range, ackers: int = 1,
+               fail_every: int | None = None) -> dict[str, Any]:
+    """Feed ``ids``, run until the spout heard of every one; the spout's stats."""
+    for i in ids:
         spout.feed([i], msg_id=i)
     async with LocalCluster() as cluster:
-        await cluster.submit_topology("t", _conf(1), _topology(spout, 3))
-        await wait_until(lambda: sum(len(e[1]) if e[0] == "acks" else 1
-                                     for e in spout.events) == 300)
-        assert cluster.stats("t")["components"]["s"]["acked"] == 200
+        await cluster.submit_topology("t", _conf(ackers), _topology(spout, fail_every))
+        await wait_until(lambda: _ids_heard(spout) == len(ids))
+        stats: dict[str, Any] = cluster.stats("t")["components"]["s"]
+    return stats
+
+
+async def test_acks_arrive_in_runs_and_fails_one_by_one() -> None:
+    spout = BatchAckSpout(["n"])
+    assert (await _run(spout, range(1, 301), fail_every=3))["acked"] == 200
     assert not [e for e in spout.events if e[0] == "ack"]  # never one by one
     runs = [ids for kind, ids in spout.events if kind == "acks"]
     assert all(runs)
@@ -65,11 +75,7 @@ async def test_an_error_in_ack_many_is_reported_and_later_acks_still_come() -> N
 
 async def test_without_ackers_the_emitted_ids_go_to_ack_many() -> None:
     spout = BatchAckSpout(["n"])
-    for i in range(5):
-        spout.feed([i], msg_id=i)
-    async with LocalCluster() as cluster:
-        await cluster.submit_topology("t", _conf(0), _topology(spout))
-        await wait_until(lambda: sum(len(ids) for _, ids in spout.events) == 5)
+    await _run(spout, range(5), ackers=0)
     assert [i for _, ids in spout.events for i in ids] == [0, 1, 2, 3, 4]
 
 
@@ -82,11 +88,7 @@ class AsyncAckSpout(BatchAckSpout):
 
 async def test_an_async_ack_keeps_acks_one_by_one() -> None:
     spout = AsyncAckSpout(["n"])
-    for i in range(20):
-        spout.feed([i], msg_id=i)
-    async with LocalCluster() as cluster:
-        await cluster.submit_topology("t", _conf(1), _topology(spout))
-        await wait_until(lambda: len(spout.events) == 20)
+    await _run(spout, range(20))
     assert sorted(spout.acked()) == list(range(20))
 
 
@@ -99,9 +101,5 @@ class CountingAckSpout(BatchAckSpout):
 
 async def test_an_ack_overridden_below_ack_many_sees_every_id() -> None:
     spout = CountingAckSpout(["n"])
-    for i in range(1, 21):
-        spout.feed([i], msg_id=i)
-    async with LocalCluster() as cluster:
-        await cluster.submit_topology("t", _conf(1), _topology(spout))
-        await wait_until(lambda: len(spout.events) == 20)
+    await _run(spout, range(1, 21))
     assert sorted(m for kind, m in spout.events if kind == "counted") == list(range(1, 21))
