@@ -18,7 +18,8 @@ read by an aiokafka consumer inside the Spark task. The result has the
 columns of ``RECORD_DDL``.
 
 ``FailedRecordsDataSource`` (format ``stormloop_failed_records``) reads a failed topic the
-same way and parses each record in the same task (``parse.py``): the result has the columns
+same way and parses each record in the same task (``parse.py``), straight from the fetched
+records: the result has the columns
 of ``PARSED_DDL``, one row per record, malformed ones included with their ``error``.
 
 Write options: ``topic``, the default for rows without a ``topic`` column or value;
@@ -48,9 +49,15 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from connectors.spark.kafka_io import RECORD_DDL, gc_paused, read_range, write_batches
+from connectors.spark.kafka_io import (
+    RECORD_DDL,
+    fetch_range,
+    gc_paused,
+    read_range,
+    write_batches,
+)
 from connectors.spark.offsets import OffsetRange, plan_ranges, plan_tasks
-from connectors.spark.parse import PARSED_DDL, parse_batch
+from connectors.spark.parse import PARSED_DDL, parse_records
 
 __all__ = ["FAILED_FORMAT", "FORMAT", "FailedRecordsDataSource", "KafkaDataSource",
            "client_option", "client_settings", "ranges_option", "required_option"]
@@ -127,9 +134,14 @@ class _KafkaReader(DataSourceReader):
 class _FailedRecordsReader(_KafkaReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Every record of the partition's range, parsed, once, in offset order."""
-        for batch in super().read(partition):
+        assert isinstance(partition, _RangePartition)
+        failed_partition = pa.scalar(partition.rng.partition, pa.int32())
+        for records in fetch_range(self.bootstrap, partition.rng, client=self.client):
             with gc_paused():
-                parsed = parse_batch(batch)
+                parsed = parse_records([r.value for r in records],
+                                       pa.repeat(failed_partition, len(records)),
+                                       pa.array([r.offset for r in records], pa.int64()))
+                del records
             yield parsed
 
 

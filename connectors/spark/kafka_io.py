@@ -5,13 +5,15 @@ call here owns a private ``asyncio.Runner`` for its aiokafka client and closes i
 returning (or when the generator is closed), so nothing outlives the task.
 
 Records travel as Arrow ``RecordBatch``es with ``RECORD_SCHEMA``: one Arrow conversion per
-fetch instead of one Python tuple per record.
+fetch instead of one Python tuple per record. A reader that turns the records into columns
+of its own (the failed-topic parser) takes the fetched records as they come
+(``fetch_range``) and skips that conversion.
 
-Python's cycle collector is paused while a batch is fetched and converted, and while a write
-runs: the per-record objects (fetched records, header lists) hold no cycles, yet each
-collection would walk every one of them, which cost a write about half its time. A read
-turns it back on before each ``yield``: it is a process-wide switch, and a generator's
-consumer runs code of its own between batches.
+Python's cycle collector is paused while records are fetched, while a batch is converted,
+and while a write runs: the per-record objects (fetched records, header lists) hold no
+cycles, yet each collection would walk every one of them, which cost a write about half its
+time. A read turns it back on before each ``yield``: it is a process-wide switch, and a
+generator's consumer runs code of its own between batches.
 """
 
 from __future__ import annotations
@@ -24,14 +26,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 
 from connectors.kafka import client_options
 from connectors.kafka.batch_send import BatchSender
 from connectors.spark.offsets import OffsetRange
 
-__all__ = ["RECORD_DDL", "RECORD_SCHEMA", "Pace", "Rows", "batch_rows", "gc_paused",
-           "read_range", "write_batches", "write_rows"]
+__all__ = ["RECORD_DDL", "RECORD_SCHEMA", "Pace", "Rows", "batch_rows", "fetch_range",
+           "gc_paused", "read_range", "write_batches", "write_rows"]
 
 _HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -100,6 +102,22 @@ def read_range(bootstrap: str, rng: OffsetRange, *, stall_timeout_s: float = 60.
                client: Mapping[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
     """Yield every record of ``rng`` exactly once, in offset order, as Arrow batches.
 
+    As ``fetch_range``, one batch per fetch.
+    """
+    for records in fetch_range(bootstrap, rng, stall_timeout_s=stall_timeout_s,
+                               max_records=max_records, client=client):
+        with gc_paused():
+            batch = _to_batch(records)
+            del records
+        yield batch
+
+
+def fetch_range(bootstrap: str, rng: OffsetRange, *, stall_timeout_s: float = 60.0,
+                max_records: int = 10_000,
+                client: Mapping[str, Any] | None = None) -> Iterator[list[ConsumerRecord]]:
+    """Yield every record of ``rng`` exactly once, in offset order, as non-empty lists of
+    aiokafka ``ConsumerRecord``s of at most ``max_records``.
+
     Stops at the first position at or past ``rng.end``: offsets the log lacks (compaction,
     transaction markers) are skipped, not waited for. Raises ``StalledRead`` if no progress
     is made for ``stall_timeout_s`` seconds.
@@ -129,19 +147,19 @@ async def _started_consumer(bootstrap: str, tp: TopicPartition, start: int,
 
 def _fetch_until(runner: asyncio.Runner, consumer: AIOKafkaConsumer, tp: TopicPartition,
                  rng: OffsetRange, stall_timeout_s: float,
-                 max_records: int) -> Iterator[pa.RecordBatch]:
+                 max_records: int) -> Iterator[list[ConsumerRecord]]:
     loop = runner.get_loop()
     last_progress = loop.time()
     position = rng.start
     while position < rng.end:
         with gc_paused():
-            fetched = runner.run(consumer.getmany(tp, timeout_ms=_FETCH_TIMEOUT_MS,
+            records = runner.run(consumer.getmany(tp, timeout_ms=_FETCH_TIMEOUT_MS,
                                                   max_records=max_records)).get(tp, [])
-            records = [r for r in fetched if r.offset < rng.end]
-            batch = _to_batch(records) if records else None
-            del fetched, records
-        if batch is not None:
-            yield batch
+            if records and records[-1].offset >= rng.end:
+                records = [r for r in records if r.offset < rng.end]
+        if records:
+            yield records
+        del records
         new_position = runner.run(consumer.position(tp))
         if new_position > position:
             position, last_progress = new_position, loop.time()

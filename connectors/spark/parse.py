@@ -17,7 +17,7 @@ import pyarrow as pa
 from connectors.kafka.failed import FailedRecord, MalformedFailedRecord
 from connectors.spark.parse_columns import FIELDS_SCHEMA, RANGES, parse_columnar
 
-__all__ = ["PARSED_DDL", "PARSED_SCHEMA", "parse_batch", "parse_payload"]
+__all__ = ["PARSED_DDL", "PARSED_SCHEMA", "parse_batch", "parse_payload", "parse_records"]
 
 PARSED_SCHEMA = pa.schema([
     ("failed_partition", pa.int32()), ("failed_offset", pa.int64()), ("error", pa.string()),
@@ -49,15 +49,21 @@ def parse_payload(payload: bytes | None) -> FailedRecord | str:
 
 def parse_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     """One ``PARSED_SCHEMA`` row per row of ``batch`` (the Kafka source's columns)."""
-    fast = parse_columnar(batch, PARSED_SCHEMA)  # every payload valid: parsed by column
-    if fast is not None:
+    return parse_records(batch.column("value").to_pylist(), batch.column("partition"),
+                         batch.column("offset"))
+
+
+def parse_records(payloads: list[bytes | None], failed_partitions: pa.Array,
+                  failed_offsets: pa.Array) -> pa.RecordBatch:
+    """One ``PARSED_SCHEMA`` row per payload, read at the given failed-topic positions
+    (int32 and int64 arrays as long as ``payloads``)."""
+    fast = parse_columnar(payloads, failed_partitions, failed_offsets, PARSED_SCHEMA)
+    if fast is not None:  # every payload valid: parsed by column
         return fast
     columns: dict[str, list[object]] = {name: [] for name in PARSED_SCHEMA.names}
-    columns["failed_partition"] = batch.column("partition").to_pylist()
-    columns["failed_offset"] = batch.column("offset").to_pylist()
     errors = columns["error"]
     fields = [(name, columns[name]) for name in _RECORD_FIELDS]
-    for payload in batch.column("value").to_pylist():
+    for payload in payloads:
         parsed = parse_payload(payload)
         if isinstance(parsed, str):
             errors.append(parsed)
@@ -67,4 +73,5 @@ def parse_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
             errors.append(None)
             for name, column in fields:
                 column.append(getattr(parsed, name))
-    return pa.RecordBatch.from_pydict(columns, schema=PARSED_SCHEMA)
+    return pa.RecordBatch.from_pydict({**columns, "failed_partition": failed_partitions,
+                                       "failed_offset": failed_offsets}, schema=PARSED_SCHEMA)
