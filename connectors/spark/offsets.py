@@ -137,10 +137,15 @@ async def _partitions(consumer: AIOKafkaConsumer, topic: str) -> list[TopicParti
 
 
 async def _high_watermarks(consumer: AIOKafkaConsumer, tps: list[TopicPartition],
+                           firsts: dict[TopicPartition, int],
                            timeout_s: float) -> dict[TopicPartition, int]:
-    """High watermarks read from fetch responses; the consumer must have ``tps`` assigned."""
+    """High watermarks read from fetch responses; assigns ``tps`` (log starts ``firsts``)
+    to the consumer."""
     hints = await consumer.end_offsets(tps)
-    firsts = await consumer.beginning_offsets(tps)
+    # Each position is set as its partition is assigned, with no await between: a partition
+    # assigned without one would first be reset through the group's committed offsets,
+    # which holds the first fetch back by the client's retry backoff.
+    consumer.assign(tps)
     for tp in tps:
         # Fetching from the ListOffsets answer returns at most the last batch, and the
         # response's high watermark is the true end whatever that answer was.
@@ -167,9 +172,8 @@ async def plan_ranges(bootstrap: str, topic: str, group_id: str | None = None,
     await consumer.start()
     try:
         tps = await _partitions(consumer, topic)
-        consumer.assign(tps)
         firsts = await consumer.beginning_offsets(tps)
-        ends = await _high_watermarks(consumer, tps, timeout_s)
+        ends = await _high_watermarks(consumer, tps, firsts, timeout_s)
         ranges = []
         for tp in tps:
             committed = await consumer.committed(tp) if group_id else None

@@ -98,6 +98,19 @@ async def test_group_starts_where_it_committed(kafka_broker) -> None:
         OffsetRange(topic, 0, 0, 4)]
 
 
+async def test_planning_does_not_wait_out_the_client_retry_backoff(kafka_broker) -> None:
+    # Assigning a partition with no position makes the consumer look up the group's
+    # committed offset before its first fetch, a retry backoff later; planning sets every
+    # position as it assigns, so a backoff of a minute costs nothing.
+    topic, group = unique("plan-fast"), unique("group")
+    await kafka_broker.create_topic(topic, partitions=2)
+    await produce(kafka_broker.bootstrap, topic, [b"a", b"b", b"c"], partition=1)
+    ranges = await asyncio.wait_for(
+        plan_ranges(kafka_broker.bootstrap, topic, group, client={"retry_backoff_ms": 60_000}),
+        timeout=20)
+    assert [(r.partition, r.start, r.end) for r in ranges] == [(0, 0, 0), (1, 0, 3)]
+
+
 async def test_missing_topic_is_named(kafka_broker) -> None:
     with pytest.raises(TopicNotFound, match=r"^topic 'no-such-topic' does not exist"):
         await plan_ranges(kafka_broker.bootstrap, "no-such-topic")
