@@ -6,8 +6,8 @@
 Without ``--bootstrap-servers`` it starts the Tansu test broker. It starts one
 SparkSession (its start-up time printed apart), then 1 + ``--warm-runs`` times: fills a
 fresh failed topic with N distinct failed records (1 KiB values), runs the job (a real run,
-not a dry run) on that session, checks the target topic received exactly N records, and
-prints records/s over the job's whole time (plan, read, parse, de-duplicate, write,
+not a dry run) on that session, checks the target topic received exactly N records,
+deletes both topics, and prints records/s over the job's whole time (plan, read, parse, de-duplicate, write,
 commit). The first ("cold") run also pays for the session's first Python workers; the
 warm runs do not, and the JVM compiles less in each. The last line gives the median of
 the warm runs.
@@ -74,6 +74,15 @@ async def _fill(bootstrap: str, failed_topic: str, source: str, records: int) ->
     return time.monotonic() - started
 
 
+async def _delete_topics(bootstrap: str, names: list[str]) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.delete_topics(names)
+    finally:
+        await admin.close()
+
+
 async def _count(bootstrap: str, topic: str) -> int:
     return sum(r.size for r in await plan_ranges(bootstrap, topic))
 
@@ -89,6 +98,9 @@ def _run_once(bootstrap: str, spark: SparkSession, args: argparse.Namespace,
                                        max_offsets_per_task=args.max_offsets_per_task),
                          spark)
     written = asyncio.run(_count(bootstrap, source))
+    # The test broker keeps every record in memory, and its work per request grows with
+    # what it holds: each run leaves it as it found it.
+    asyncio.run(_delete_topics(bootstrap, [failed_topic, source]))
     if summary.replayed != args.records or written != args.records:
         raise SystemExit(f"expected {args.records:,} replayed records, the job reported "
                          f"{summary.replayed:,} and {source} holds {written:,}")

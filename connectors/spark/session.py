@@ -9,21 +9,33 @@ the PATH, which may lack pyarrow and this project), they can import ``connectors
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
+import pyspark
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 import connectors
 from connectors.spark.datasource import FailedRecordsDataSource, KafkaDataSource
 
-__all__ = ["build_session", "prepare_session"]
+__all__ = ["DRIVER_JIT_OPTIONS", "build_session", "prepare_session"]
 
 _SHIPPED_PACKAGES = ("connectors", "engine")
+
+DRIVER_JIT_OPTIONS = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=20000 "
+                      "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000")
+"""HotSpot options for a driver JVM ``build_session`` launches: the optimising (C2) compiler
+takes only methods run tens of thousands of times (HotSpot's thresholds are about ten times
+lower). Per-record code crosses them within the first batches of a run; Spark's planning,
+scheduling and task set-up, run a few thousand times per job, stay with the quick first-tier
+compiler instead of costing the optimising one about a second of CPU per job."""
+
+_JAVA_OPTIONS = "spark.driver.defaultJavaOptions"
 
 
 def build_session(master: str | None = None, app_name: str = "replay-failed",
@@ -33,12 +45,15 @@ def build_session(master: str | None = None, app_name: str = "replay-failed",
     ``master=None`` keeps a master given to ``spark-submit`` (or in spark-defaults.conf)
     and means ``local[*]`` otherwise. Settings given there win over this function's
     defaults (the console progress bar on, workers on this interpreter, one shuffle
-    partition per core); ``conf`` wins over both.
+    partition per core); ``conf`` wins over both. A driver JVM launched here starts with
+    ``DRIVER_JIT_OPTIONS`` as ``spark.driver.defaultJavaOptions`` unless ``conf``,
+    ``PYSPARK_SUBMIT_ARGS`` or a spark-defaults.conf says otherwise.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    SparkContext._ensure_initialized()  # spark-submit's JVM if there is one, else a new one
-    given = SparkConf()  # loads spark-submit's --conf and spark-defaults.conf
     conf = conf or {}
+    # spark-submit's JVM if there is one, else a new one.
+    SparkContext._ensure_initialized(conf=_launch_conf(conf))
+    given = SparkConf()  # loads spark-submit's --conf and spark-defaults.conf
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
@@ -58,6 +73,34 @@ def build_session(master: str | None = None, app_name: str = "replay-failed",
         spark.conf.set(shuffle, str(max(2, parallelism)))
     prepare_session(spark)
     return spark
+
+
+def _launch_conf(conf: dict[str, str]) -> SparkConf | None:
+    """The settings a JVM launched by this process must start with (driver JVM options
+    cannot change later); None when a JVM runs already or its launch is the user's."""
+    if (SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ
+            or "PYSPARK_SUBMIT_ARGS" in os.environ):
+        return None
+    options = conf.get(_JAVA_OPTIONS)
+    if options is None:
+        if _defaults_set(_JAVA_OPTIONS):
+            return None
+        options = DRIVER_JIT_OPTIONS
+    return SparkConf(loadDefaults=False).set(_JAVA_OPTIONS, options)
+
+
+def _defaults_set(key: str) -> bool:
+    """Whether the spark-defaults.conf spark-submit will read sets ``key``."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if conf_dir is None:
+        home = os.environ.get("SPARK_HOME") or str(Path(pyspark.__file__).parent)
+        conf_dir = os.path.join(home, "conf")
+    try:
+        lines = Path(conf_dir, "spark-defaults.conf").read_text().splitlines()
+    except OSError:
+        return False
+    setting = re.compile(rf"\s*{re.escape(key)}\s*[\s=:]")
+    return any(setting.match(line) for line in lines)
 
 
 def prepare_session(spark: SparkSession) -> None:
