@@ -7,10 +7,10 @@ Without ``--bootstrap-servers`` it starts the Tansu test broker. It starts one
 SparkSession (its start-up time printed apart), then 1 + ``--warm-runs`` times: fills a
 fresh failed topic with N distinct failed records (1 KiB values), runs the job (a real run,
 not a dry run) on that session, checks the target topic received exactly N records,
-deletes both topics, and prints records/s over the job's whole time (plan, read, parse, de-duplicate, write,
-commit). The first ("cold") run also pays for the session's first Python workers; the
-warm runs do not, and the JVM compiles less in each. The last line gives the median of
-the warm runs.
+deletes both topics, and prints records/s over the job's whole time (plan, read, parse,
+de-duplicate, write, commit). The first ("cold") run also pays for the session's first
+Python workers; the warm runs do not, and the JVM compiles less in each. The last line
+gives the median of the warm runs.
 """
 
 from __future__ import annotations
@@ -93,14 +93,16 @@ def _run_once(bootstrap: str, spark: SparkSession, args: argparse.Namespace,
     run = uuid.uuid4().hex[:8]
     failed_topic, source = f"bench-failed-{run}", f"bench-orders-{run}"
     asyncio.run(_create_topics(bootstrap, [failed_topic, source], args.partitions))
-    fill_s = asyncio.run(_fill(bootstrap, failed_topic, source, args.records))
-    summary = run_replay(ReplayOptions(bootstrap, failed_topic, group_id=f"bench-{run}",
-                                       max_offsets_per_task=args.max_offsets_per_task),
-                         spark)
-    written = asyncio.run(_count(bootstrap, source))
-    # The test broker keeps every record in memory, and its work per request grows with
-    # what it holds: each run leaves it as it found it.
-    asyncio.run(_delete_topics(bootstrap, [failed_topic, source]))
+    try:
+        fill_s = asyncio.run(_fill(bootstrap, failed_topic, source, args.records))
+        summary = run_replay(ReplayOptions(bootstrap, failed_topic, group_id=f"bench-{run}",
+                                           max_offsets_per_task=args.max_offsets_per_task),
+                             spark)
+        written = asyncio.run(_count(bootstrap, source))
+    finally:
+        # The test broker keeps every record in memory, and its work per request grows
+        # with what it holds: each run leaves it as it found it.
+        asyncio.run(_delete_topics(bootstrap, [failed_topic, source]))
     if summary.replayed != args.records or written != args.records:
         raise SystemExit(f"expected {args.records:,} replayed records, the job reported "
                          f"{summary.replayed:,} and {source} holds {written:,}")

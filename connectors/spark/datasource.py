@@ -141,7 +141,6 @@ class _FailedRecordsReader(_KafkaReader):
                 parsed = parse_records([r.value for r in records],
                                        pa.repeat(failed_partition, len(records)),
                                        pa.array([r.offset for r in records], pa.int64()))
-                del records
             yield parsed
 
 

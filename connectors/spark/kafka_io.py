@@ -108,7 +108,6 @@ def read_range(bootstrap: str, rng: OffsetRange, *, stall_timeout_s: float = 60.
                                max_records=max_records, client=client):
         with gc_paused():
             batch = _to_batch(records)
-            del records
         yield batch
 
 

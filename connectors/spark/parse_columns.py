@@ -11,7 +11,8 @@ Both paths give the same rows for a batch of valid records; the truth is
 of what it accepts: where msgspec is stricter (a float ``failed_at``, which the per-row
 path truncates; base64 with a stray ``=`` after a complete group, which Python's decoder
 allows; a repeated field holding a wrong type before the right one; an unbounded integer
-field past 2**63) the batch takes the per-row path, which accepts it. Unknown fields are
+field past 2**63; a ``value_truncated`` that is not a boolean) the batch takes the per-row
+path, which accepts it. Unknown fields are
 refused rather than skipped, because msgspec skips a field without checking what orjson
 checks (UTF-8, numbers in range).
 """
@@ -80,8 +81,11 @@ class _Payload(msgspec.Struct, forbid_unknown_fields=True):
     failed_by: str | None = None
     value_size: _Json64 | None = None  # type: ignore[valid-type]
     value_sha256: str | None = None
-    value_truncated: object = None  # only ``true`` marks a cut value
-    key_truncated: object = None
+    # The per-row path takes any JSON value here and only ``true`` marks a cut value; the
+    # writer writes booleans. Anything else is left to the per-row path: msgspec would read
+    # a number orjson refuses, or recurse into deep nesting.
+    value_truncated: bool | None = None
+    key_truncated: bool | None = None
     first_failed_at: _FirstFailedAt | None = None  # type: ignore[valid-type]
     replayed_topic: str | None = None
     replayed_partition: _Json64 | None = None  # type: ignore[valid-type]
@@ -105,7 +109,8 @@ def parse_columnar(payloads: list[bytes | None], failed_partitions: pa.Array,
         records = [_decode(p) for p in payloads]  # type: ignore[arg-type]
         arrays = {f.name: pa.array(list(map(operator.attrgetter(f.name), records)), f.type)
                   for f in _PLAIN_FIELDS}
-    except (msgspec.MsgspecError, TypeError, ValueError):  # ValueError: bad UTF-8
+    except (msgspec.MsgspecError, TypeError, ValueError,  # ValueError: bad UTF-8
+            RecursionError):
         return None
     return pa.RecordBatch.from_pydict({
         "failed_partition": failed_partitions,

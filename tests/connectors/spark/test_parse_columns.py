@@ -41,8 +41,8 @@ def test_valid_batches_parse_as_the_per_row_path_does() -> None:
                 for i in range(300)]
     payloads += [failed_with(key=None), failed_with(topology=None, component=None),
                  failed_with(failed_at=None), failed_with(value=""),
-                 failed_with(value_truncated=True, key_truncated="yes"),
-                 failed_with(value_truncated="true", first_failed_at=-(2**63)),
+                 failed_with(value_truncated=True, key_truncated=False),
+                 failed_with(value_truncated=None, first_failed_at=-(2**63)),
                  failed_with(failed_at=0, replayed_offset=2**63 - 1, value_size=7)]
     batch = payload_batch(*payloads)
     parsed = _columnar(batch)
@@ -67,6 +67,12 @@ def test_valid_batches_parse_as_the_per_row_path_does() -> None:
     failed_with(extra="ignored"),
     failed_with(reason="caf\u00e9").replace("caf\u00e9".encode(), b"caf\xe9"),  # not UTF-8
     failed_with(reason="x").replace(b'"reason":"x"', b'"reason":"\\ud800"'),
+    # orjson refuses a number past a double's range; msgspec would read it as an int.
+    failed_with(value_truncated=0).replace(b'"value_truncated":0',
+                                           b'"value_truncated":1' + b"0" * 400),
+    # Nesting deeper than orjson's limit; msgspec would recurse and raise RecursionError.
+    failed_with(key_truncated=0).replace(b'"key_truncated":0',
+                                         b'"key_truncated":' + b"[" * 5000 + b"]" * 5000),
 ])
 def test_any_bad_or_unusual_payload_sends_the_batch_to_the_per_row_path(
         bad: bytes | None) -> None:
@@ -82,6 +88,10 @@ def test_any_bad_or_unusual_payload_sends_the_batch_to_the_per_row_path(
     failed_with(failed_at="12"),
     failed_with(value_size=2**63),  # an unbounded integer past int64
     failed_with(value=base64.b64encode(b"abc").decode() + "="),  # Python's decoder allows it
+    failed_with(value_truncated="true", key_truncated="yes"),  # only ``true`` counts there
+    failed_with(key_truncated=[[[[1]]]]),
+    failed_with(value_truncated=0).replace(b'"value_truncated":0',
+                                           b'"value_truncated":' + b"[" * 900 + b"]" * 900),
 ])
 def test_payloads_only_the_per_row_path_accepts_still_parse(unusual: bytes) -> None:
     batch = payload_batch(failed("t", 2).to_json(), unusual)

@@ -13,8 +13,9 @@ from connectors.spark import session as session_module
 from connectors.spark.session import DRIVER_JIT_OPTIONS
 
 
-@pytest.mark.skipif("PYSPARK_GATEWAY_PORT" in os.environ or "PYSPARK_SUBMIT_ARGS" in os.environ,
-                    reason="the driver JVM is launched by the user here")
+@pytest.mark.skipif("PYSPARK_GATEWAY_PORT" in os.environ or "PYSPARK_SUBMIT_ARGS" in os.environ
+                    or session_module._defaults_set("spark.driver.defaultJavaOptions"),
+                    reason="the driver JVM's options are the user's here")
 def test_a_driver_jvm_launched_here_starts_with_the_jit_options(spark) -> None:
     jvm = spark.sparkContext._jvm
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
