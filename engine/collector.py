@@ -344,15 +344,22 @@ class OutputCollector(Collector):
 class BasicOutputCollector:
     """A ``BasicBolt``'s collector: every emit is anchored to the tuple being executed."""
 
-    __slots__ = ("_collector", "anchor")
+    __slots__ = ("_collector", "_native", "anchor")
 
     def __init__(self, collector: Any) -> None:
         # Any: an ``OutputCollector`` or a wrapper around one (a stateful topology's).
         self._collector = collector
+        # The plain collector is called as compiled code calls compiled code, without
+        # Python's argument parsing: a split bolt emits several times per input.
+        self._native: OutputCollector | None = (
+            collector if type(collector) is OutputCollector else None)
         self.anchor: Tuple | None = None
 
     def emit(self, values: Sequence[Any], stream: str = "default") -> list[int]:
         """Emit ``values`` anchored to the input tuple."""
+        native = self._native
+        if native is not None:
+            return native.emit(values, self.anchor, stream)
         sent: list[int] = self._collector.emit(values, self.anchor, stream)
         return sent
 
