@@ -131,18 +131,21 @@ class Fetcher:
                     offsets.done_unordered(offset)
                     touched.add(part)
         for part in touched:
-            offsets = part.offsets
-            if offsets is None:
-                continue
-            offsets.trim()
-            if part.paused and offsets.uncommitted < self.max_uncommitted:
-                self.wake.set()
+            self._trim(part)
 
     def _done(self, part: Partition, offset: int) -> None:
         del part.records[offset]
         offsets = part.offsets
         assert offsets is not None
-        offsets.done(offset)
+        offsets.done_unordered(offset)
+        self._trim(part)
+
+    def _trim(self, part: Partition) -> None:
+        """Move ``part``'s commit point past its done offsets; a paused partition back
+        under the cap wakes the fetch loop."""
+        offsets = part.offsets
+        assert offsets is not None
+        offsets.trim()
         if part.paused and offsets.uncommitted < self.max_uncommitted:
             self.wake.set()
 

@@ -211,9 +211,7 @@ class KafkaSpout(Spout):
 
     def ack(self, msg_id: MsgId) -> None:
         """The record's tree completed: its offset is done."""
-        self._fetcher.ack_many((msg_id,))
-        if self._breaker is not None:
-            self._breaker.ok += 1
+        self.ack_many([msg_id])
 
     def ack_many(self, msg_ids: list[MsgId]) -> None:
         """``ack`` for each of ``msg_ids``, in one call (the engine batches a run of acks)."""
