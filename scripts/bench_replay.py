@@ -23,6 +23,7 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 _ROOT = str(Path(__file__).resolve().parent.parent)
@@ -43,13 +44,19 @@ from connectors.spark.session import build_session  # noqa: E402
 _VALUE = os.urandom(512).hex().encode()  # 1 KiB
 
 
-async def _create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
+@contextlib.asynccontextmanager
+async def _admin(bootstrap: str) -> AsyncIterator[AIOKafkaAdminClient]:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
-        await admin.create_topics([NewTopic(n, partitions, replication_factor=1) for n in names])
+        yield admin
     finally:
         await admin.close()
+
+
+async def _create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
+    async with _admin(bootstrap) as admin:
+        await admin.create_topics([NewTopic(n, partitions, replication_factor=1) for n in names])
 
 
 async def _fill(bootstrap: str, failed_topic: str, source: str, records: int) -> float:
@@ -75,12 +82,8 @@ async def _fill(bootstrap: str, failed_topic: str, source: str, records: int) ->
 
 
 async def _delete_topics(bootstrap: str, names: list[str]) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
+    async with _admin(bootstrap) as admin:
         await admin.delete_topics(names)
-    finally:
-        await admin.close()
 
 
 async def _count(bootstrap: str, topic: str) -> int:

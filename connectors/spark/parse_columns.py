@@ -12,9 +12,8 @@ of what it accepts: where msgspec is stricter (a float ``failed_at``, which the 
 path truncates; base64 with a stray ``=`` after a complete group, which Python's decoder
 allows; a repeated field holding a wrong type before the right one; an unbounded integer
 field past 2**63; a ``value_truncated`` that is not a boolean) the batch takes the per-row
-path, which accepts it. Unknown fields are
-refused rather than skipped, because msgspec skips a field without checking what orjson
-checks (UTF-8, numbers in range).
+path, which accepts it. Unknown fields are refused rather than skipped, because msgspec
+skips a field without checking what orjson checks (UTF-8, numbers in range).
 """
 
 from __future__ import annotations
