@@ -4,7 +4,8 @@ The file defines ``build(conf) -> Topology`` or a module-level ``topology``; an 
 ``CONF`` dict is merged under ``--conf``, and an optional ``report(conf)`` returns text
 printed to stdout once the run is over (the example's result). A status line goes to
 stderr every few seconds and once more after the drain. Ctrl-C or SIGTERM drains and
-closes. An invalid file, topology or configuration prints one line and exits with status 2.
+closes. An invalid file, topology or configuration prints one line and exits with status 2;
+a run in which tuples were given up or lost exits with status 3 (``run_outcome``).
 ``--log-level`` sets the engine's logging (``INFO``) and, as ``NAME=LEVEL``, any logger's;
 aiokafka's loggers stay at ``WARNING`` unless named.
 """
@@ -30,6 +31,7 @@ from engine.errors import ConfigError, TopologyError
 from engine.gc_tuning import tune_gc
 from engine.observe.reasons import fails_by_reason
 from engine.observe.svg import render_svg
+from engine.run_outcome import judged_spouts, verdict
 from engine.topology import Topology
 
 if TYPE_CHECKING:
@@ -139,7 +141,8 @@ def _status(name: str, stats: dict[str, Any], spout_ids: set[str],
             f"p99={_fig(lat['p99'], 'ms')}{f' stalled={stuck}' if stuck else ''}")
 
 
-async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> None:
+async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> int:
+    """Run until done, stopped or timed out; returns the exit status (see ``run_outcome``)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -172,6 +175,10 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> No
                 break
         final = await cluster.kill_topology(name, wait_secs=args.drain_secs)
         print(_status(name, final, spout_ids, last), file=sys.stderr, flush=True)
+    status, why = verdict(final, judged_spouts(topology))
+    if why:
+        print(f"{name}: {why}", file=sys.stderr, flush=True)
+    return status
 
 
 async def _serve_http(cluster: LocalCluster, host: str, port: int) -> HttpServer:
@@ -222,10 +229,19 @@ def configure_logging(specs: list[str]) -> None:
         logging.getLogger(name).setLevel(level)
 
 
+RUN_EXIT_STATUS = """exit status:
+  0  every tracked tuple was fully processed (or is still pending after a stop's drain)
+  3  tuples were given up (a spout's max_retries used up, a record sent to a failed topic)
+     or failed on a spout that does not replay them
+  2  invalid input: file, topology, configuration or command line
+  1  the engine crashed (a traceback says where)"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a topology file")
+    run = sub.add_parser("run", help="run a topology file", epilog=RUN_EXIT_STATUS,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("file")
     run.add_argument("--name", default=None, help="topology name (default: the file's stem)")
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -276,14 +292,14 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if getattr(args, "workers", 1) != 1:
             return _supervise(args, topology, list(sys.argv[1:] if argv is None else argv))
-        _loop_runner(_run(args, topology, conf))
+        status = _loop_runner(_run(args, topology, conf))
         _report(module, conf)
     except (UsageError, TopologyError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
-    return 0
+    return status
 
 
 def _supervise(args: argparse.Namespace, topology: Topology, argv: list[str]) -> int:
@@ -297,11 +313,11 @@ def _supervise(args: argparse.Namespace, topology: Topology, argv: list[str]) ->
         raise UsageError(str(exc)) from None
 
 
-def _loop_runner(coro: Any) -> None:
+def _loop_runner(coro: Any) -> Any:
+    """Run ``coro`` on uvloop where installed, asyncio's loop otherwise; its result."""
     try:
         import uvloop
     except ImportError:
-        asyncio.run(coro)
-    else:
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(coro)
+        return asyncio.run(coro)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)

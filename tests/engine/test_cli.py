@@ -197,3 +197,63 @@ def test_kafka_example_without_the_extra_names_it(tmp_path: Path) -> None:
     assert proc.stderr.strip().splitlines() == [
         "error: topologies/kafka_word_count.py: import failed: ModuleNotFoundError: No module "
         "named 'aiokafka'; install it with pip install 'stormloop[kafka]'"]
+
+
+BOLT_BUG = """
+from engine import Bolt, TopologyBuilder
+from connectors.memory import ListSpout
+
+class Parse(Bolt):
+    def prepare(self, conf, context, collector): pass
+    def execute(self, tup):
+        raise ValueError("cannot parse " + tup["line"])   # the same for every replay
+
+b = TopologyBuilder()
+b.set_spout("lines", ListSpout([["line %d" % i] for i in range(200)], ["line"]))
+b.set_bolt("parse", Parse()).shuffle_grouping("lines")
+topology = b.create_topology()
+"""
+
+
+def test_a_deterministic_bolt_bug_ends_with_status_3(tmp_path: Path) -> None:
+    file = tmp_path / "bolt_bug.py"
+    file.write_text(BOLT_BUG)
+    proc = run(str(file), "--log-level", "engine=CRITICAL", timeout=120)
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1] == ("bolt-bug: not every tuple was fully processed (spout 'lines': 200 "
+                         "given up); exit status 3")
+    assert "emitted=2200 acked=0 failed=2200" in lines[-2]
+    assert lines[0].startswith("WARNING connectors.memory: ListSpout 'lines' task 1: gave up "
+                               "item ['line ")
+
+
+ONE_SHOT = """
+from engine import Bolt, Spout, TopologyBuilder
+
+class OneShot(Spout):      # emits 3 tuples, never replays, reports no given_up
+    def declare_output_fields(self, declarer): declarer.declare(["n"])
+    def open(self, conf, context, collector): self.c, self.left = collector, [1, 2, 3]
+    def next_tuple(self):
+        if self.left: self.c.emit([self.left.pop()], msg_id=len(self.left))
+    def exhausted(self): return not self.left
+
+class FailAll(Bolt):
+    def prepare(self, conf, context, collector): self.c = collector
+    def execute(self, tup): self.c.fail(tup)
+
+b = TopologyBuilder()
+b.set_spout("s", OneShot())
+b.set_bolt("f", FailAll()).shuffle_grouping("s")
+topology = b.create_topology()
+"""
+
+
+def test_a_spout_that_does_not_replay_ends_with_status_3_when_trees_failed(
+        tmp_path: Path) -> None:
+    file = tmp_path / "one_shot.py"
+    file.write_text(ONE_SHOT)
+    proc = run(str(file))
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "one-shot: not every tuple was fully processed (spout 's': 3 failed); exit status 3")
