@@ -21,9 +21,10 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.cluster import LocalCluster
 from engine.config import Config
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
     from engine.observe.server import HttpServer
 
 __all__ = ["main"]
+
+T = TypeVar("T")
+"""What a coroutine run by ``_loop_runner`` returns."""
 
 
 class UsageError(Exception):
@@ -313,7 +317,7 @@ def _supervise(args: argparse.Namespace, topology: Topology, argv: list[str]) ->
         raise UsageError(str(exc)) from None
 
 
-def _loop_runner(coro: Any) -> Any:
+def _loop_runner(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` on uvloop where installed, asyncio's loop otherwise; its result."""
     try:
         import uvloop
