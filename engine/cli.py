@@ -147,11 +147,8 @@ def _status(name: str, stats: dict[str, Any], spout_ids: set[str],
 
 async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> int:
     """Run until done, stopped or timed out; returns the exit status (see ``run_outcome``)."""
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    stop = _stop_on_signals(loop)
     name = args.name
     async with LocalCluster() as cluster, contextlib.AsyncExitStack() as http:
         if args.http is not None:
@@ -160,6 +157,8 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> in
             print(f"http: serving {server.url} (metrics at {server.url}metrics)",
                   file=sys.stderr, flush=True)
         await cluster.submit_topology(name, conf, topology)
+        # Said once the signal handlers are in place: a SIGTERM from now on drains.
+        print(f"{name}: {READY}", file=sys.stderr, flush=True)
         tune_gc()
         spout_ids = {d.id for d in topology.spouts()}
         last = {"acked": 0.0, "t": loop.time()}
@@ -183,6 +182,19 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> in
     if why:
         print(f"{name}: {why}", file=sys.stderr, flush=True)
     return status
+
+
+READY = "running; Ctrl-C or SIGTERM drains and stops"
+"""The runner's line (after ``NAME: ``) once the topology runs and a signal would drain it."""
+
+
+def _stop_on_signals(loop: asyncio.AbstractEventLoop) -> asyncio.Event:
+    """An event that SIGINT and SIGTERM set (where the loop can install handlers)."""
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
 
 
 async def _serve_http(cluster: LocalCluster, host: str, port: int) -> HttpServer:
