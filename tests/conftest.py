@@ -11,6 +11,15 @@ from tests.kafka_broker import TestingBroker
 
 pytest_plugins = ("engine.testing",)
 
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per core this process may use, at most four (see
+    ``tests/workers.py``); ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` choose otherwise."""
+    from tests.workers import auto_workers
+
+    return auto_workers()
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Test workers take tests one by one, except the tests of the shared Spark session,
     which all go to one worker together: one session, started once."""
