@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,6 +31,12 @@ commands:
   graph FILE [...]     draw a topology file as SVG on stdout
   replay [...]         replay a failed topic's records with Spark (stormloop replay --help)
   broker [--port N]    start a Kafka-protocol test broker on 127.0.0.1 (default port 9092)
+  produce TOPIC [...]  write lines from stdin (or --from FILE) to a topic as records
+  consume TOPIC [...]  print a topic's records, one per line
+  doctor               the build installed (compiled or plain, and why), extras, Java
+
+options:
+  --version            the version and the build of the hot path (compiled or plain)
 """
 
 
@@ -131,6 +138,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(USAGE, end="")
         return 0 if args else 2
     command, rest = args[0], args[1:]
+    if command in ("--version", "doctor"):
+        # They say which build runs themselves, in their own words.
+        warnings.filterwarnings("ignore", message="stormloop runs its plain Python hot path")
+        from stormloop.doctor import doctor, version_line
+
+        print(version_line() if command == "--version" else "\n".join(doctor()))
+        return 0
     if command == "replay":
         return _replay(rest)
     if command == "broker":
