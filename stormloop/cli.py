@@ -4,6 +4,8 @@
     stormloop graph FILE [...]      the engine's ``graph`` command: the topology as SVG
     stormloop replay [...]          the Spark replay job (``scripts/replay_failed.py``)
     stormloop broker [--port N]     a Kafka-protocol broker in memory, for the examples
+    stormloop produce / consume     put lines on a topic, print a topic's records
+    stormloop doctor, --version     the build installed (compiled or plain), the extras
 
 Works from any directory: the command imports the installed library, never a module of
 the working directory that happens to share its name (an ``engine.py`` of one's own).
@@ -149,6 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _replay(rest)
     if command == "broker":
         return _broker(rest)
+    if command in ("produce", "consume"):
+        from stormloop import kafka_tools
+
+        return kafka_tools.produce(rest) if command == "produce" else kafka_tools.consume(rest)
     if command.startswith("-"):
         print(f"stormloop: unknown option {command!r}\n{USAGE}", end="", file=sys.stderr)
         return 2
