@@ -32,7 +32,7 @@ from engine.errors import ConfigError, TopologyError
 from engine.gc_tuning import tune_gc
 from engine.observe.reasons import fails_by_reason
 from engine.observe.svg import render_svg
-from engine.run_outcome import judged_spouts, verdict
+from engine.run_outcome import judged_spouts, user_spouts, verdict
 from engine.topology import Topology
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> in
         # Said once the signal handlers are in place: a SIGTERM from now on drains.
         print(f"{name}: {READY}", file=sys.stderr, flush=True)
         tune_gc()
-        spout_ids = {d.id for d in topology.spouts()}
+        spout_ids = {d.id for d in user_spouts(topology)}  # checkpoints are not input
         last = {"acked": 0.0, "t": loop.time()}
         started = loop.time()
         next_status = started + args.status_interval

@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.topology import Topology
+from engine.state.checkpoint import CHECKPOINT_COMPONENT
+from engine.topology import ComponentDef, Topology
 
-__all__ = ["EXIT_NOT_PROCESSED", "judged_spouts", "unprocessed", "verdict"]
+__all__ = ["EXIT_NOT_PROCESSED", "judged_spouts", "unprocessed", "user_spouts", "verdict"]
 
 EXIT_NOT_PROCESSED = 3
 """Exit status of a run in which tuples were given up or failed without a replay."""
@@ -34,9 +35,15 @@ def _given_up(tasks: Mapping[str, Mapping[str, Any]]) -> int | None:
     return sum(counts) if counts else None
 
 
+def user_spouts(topology: Topology) -> list[ComponentDef]:
+    """The topology's spouts without the engine's own (the checkpoint spout of stateful
+    bolts: its tuples are checkpoints, not input)."""
+    return [d for d in topology.spouts() if d.id != CHECKPOINT_COMPONENT]
+
+
 def judged_spouts(topology: Topology) -> dict[str, bool]:
     """``{spout id: whether its failed trees count}`` (False for ``replays_failures``)."""
-    return {d.id: not getattr(d.obj, "replays_failures", False) for d in topology.spouts()}
+    return {d.id: not getattr(d.obj, "replays_failures", False) for d in user_spouts(topology)}
 
 
 def unprocessed(stats: Mapping[str, Any], spouts: Mapping[str, bool]

@@ -266,3 +266,32 @@ def test_a_spout_that_does_not_replay_ends_with_status_3_when_trees_failed(
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == (
         "one-shot: not every tuple was fully processed (spout 's': 3 failed); exit status 3")
+
+
+STATEFUL = """
+from engine import TopologyBuilder
+from engine.state import StatefulBolt
+from connectors.memory import ListSpout
+
+class Count(StatefulBolt):
+    def prepare(self, conf, context, collector): self.collector = collector
+    def init_state(self, state): self.counts = state
+    def execute(self, tup):
+        self.counts.put(tup["w"], self.counts.get(tup["w"], 0) + 1)
+        self.collector.ack(tup)
+
+CONF = {"topology.state.checkpoint.interval.ms": 50}
+b = TopologyBuilder()
+b.set_spout("words", ListSpout([[w] for w in "abcdefghij"], ["w"]))
+b.set_bolt("count", Count()).shuffle_grouping("words")
+topology = b.create_topology()
+"""
+
+
+def test_checkpoint_tuples_do_not_count_as_emitted(tmp_path: Path) -> None:
+    file = tmp_path / "stateful.py"
+    file.write_text(STATEFUL)
+    proc = run(str(file), "--conf", f"topology.state.dir={tmp_path}",
+               "--duration", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "emitted=10 acked=10 failed=0" in proc.stderr.strip().splitlines()[-1], proc.stderr
