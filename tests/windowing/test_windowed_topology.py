@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine import LocalCluster, TopologyBuilder, TopologyError
+from engine import LocalCluster, Spout, TopologyBuilder, TopologyError
 from engine.testing import CaptureBolt, FailOn, FeederSpout, wait_until
 from engine.windowing import BaseWindowedBolt, Count, DetachedTuple, Duration, TupleWindow
 
@@ -44,7 +44,7 @@ class Boom(SumWindow):
         raise RuntimeError("window went wrong")
 
 
-def topology(window: BaseWindowedBolt, spout: FeederSpout, sink: CaptureBolt,
+def topology(window: BaseWindowedBolt, spout: Spout, sink: CaptureBolt,
              stream: str = "default") -> Any:
     b = TopologyBuilder()
     b.set_spout("numbers", spout)
@@ -209,12 +209,8 @@ async def test_event_time_windows_close_at_the_end_of_a_finite_input(
     window = (cls().with_tumbling_window(Duration(2)).with_timestamp_field("ts")
               .with_watermark_interval(Duration.of_millis(50)))
     spout, sink = ListSpout(stamped, ["n", "ts"]), CaptureBolt()
-    b = TopologyBuilder()
-    b.set_spout("numbers", spout)
-    b.set_bolt("window", window).shuffle_grouping("numbers")
-    b.set_bolt("sink", sink).shuffle_grouping("window")
     async with LocalCluster() as cluster:
-        await cluster.submit_topology("w", CONF, b.create_topology())
+        await cluster.submit_topology("w", CONF, topology(window, spout, sink))
         await wait_until(lambda: cluster.finished("w"), timeout=10)
         final = await cluster.kill_topology("w", wait_secs=0)
     # Windows (0, 2], (2, 4], (4, 6], (6, 8] s: the input's own watermark (7 s) closes the
@@ -231,12 +227,8 @@ async def test_a_stop_names_the_tuples_left_in_open_windows(
     window = (SumWindow().with_tumbling_window(Duration(10)).with_timestamp_field("ts")
               .with_watermark_interval(Duration.of_millis(50)))
     spout, sink = FeederSpout(["n", "ts"]), CaptureBolt()
-    b = TopologyBuilder()
-    b.set_spout("numbers", spout)
-    b.set_bolt("window", window).shuffle_grouping("numbers")
-    b.set_bolt("sink", sink).shuffle_grouping("window")
     async with LocalCluster() as cluster:
-        await cluster.submit_topology("w", CONF, b.create_topology())
+        await cluster.submit_topology("w", CONF, topology(window, spout, sink))
         for n in (1, 2, 3):
             spout.feed([n, 1000 * n], msg_id=n)
         await wait_until(lambda: cluster.stats("w")["components"]["window"]["executed"] == 3)
