@@ -38,6 +38,15 @@ class _State(enum.Enum):
     STOPPED = "stopped"
 
 
+def _held_note(held: int) -> str:
+    """Why trees were abandoned when windows held their tuples at the stop."""
+    if not held:
+        return ""
+    return (f"; {held} tuples were in windows not closed yet: a stop is not the end of the "
+            f"input, so their windows stay open; a replaying source (Kafka) emits them again "
+            f"on the next run")
+
+
 class LocalCluster:
     """Runs topologies in this event loop; leaving ``async with`` kills those still running."""
 
@@ -119,7 +128,8 @@ class LocalCluster:
             how = (f"drain timed out after {wait_secs:g} s" if wait_secs > 0
                    else "stopped without a drain")
             log.warning("topology %r: %s; %d tracked trees abandoned (their spouts heard "
-                        "neither ack nor fail)", name, how, abandoned)
+                        "neither ack nor fail)%s", name, how, abandoned,
+                        _held_note(running.held_in_windows()))
         return final
 
     async def wait(self, name: str) -> None:

@@ -117,6 +117,7 @@ class RunningTopology:
         self._tasks: list[asyncio.Task[None]] = []
         self._kill_lock = asyncio.Lock()
         self._killed = False
+        self._input_ended = False  # bolts were told every spout is exhausted
         self._build()
 
     # -- building what the wiring says -------------------------------------------------
@@ -258,13 +259,28 @@ class RunningTopology:
         """Tracked trees the spouts still wait on."""
         return sum(ex.pending() for ex in self.spout_executors)
 
+    def held_in_windows(self) -> int:
+        """Tuples windowed bolts hold, waiting for their windows to close."""
+        return sum(count() for bex in self.bolt_executors for bt in bex.tasks
+                   if callable(count := getattr(bt.obj, "in_windows", None)))
+
     def exhausted(self) -> bool:
-        """Every spout task says it is exhausted and no tracked tree is pending."""
+        """Every spout task says it is exhausted and no tracked tree is pending.
+
+        The first time every spout task is exhausted, bolts with ``input_ended`` are told
+        (event-time windows then close their last windows, see ``engine.windowing``)."""
         for sex in self.spout_executors:
             for st in sex.tasks:
                 check = getattr(st.obj, "exhausted", None)
                 if check is None or not check():
                     return False
+        if not self._input_ended:
+            self._input_ended = True
+            for bex in self.bolt_executors:
+                for bt in bex.tasks:
+                    ended = getattr(bt.obj, "input_ended", None)
+                    if callable(ended):
+                        ended()
         return self.spout_pending() == 0
 
     async def kill(self, wait_secs: float) -> None:

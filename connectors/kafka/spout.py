@@ -56,10 +56,11 @@ from connectors.kafka.failed_writer import FailedWriter
 from connectors.kafka.fetcher import Fetcher, MsgId, Partition, Pending
 from connectors.kafka.kafka_errors import describe, is_outage
 from connectors.kafka.outage import Outage, StallWatch
-from connectors.kafka.retry import Backoff, RetryQueue
+from connectors.kafka.retry import RetryQueue
 from connectors.kafka.spout_options import (
     DEFAULT_FAILED_MAX_BYTES,
     KafkaSpoutMetrics,
+    backoff,
     consumer_config,
     producer_config,
 )
@@ -80,7 +81,9 @@ class KafkaSpout(Spout):
     """Consumer-group subscription to ``topics``; emits ``fields`` of each record.
 
     ``fields`` are taken from the record: any of ``topic``, ``partition``, ``offset``,
-    ``key``, ``value``, ``timestamp``, ``headers``. Keywords beyond Storm's spout:
+    ``key``, ``value``, ``timestamp``, ``headers``. ``retry_backoff_secs`` is the wait
+    before the first retry (doubling up to 30 s) or a pair ``(initial, maximum)``.
+    Keywords beyond Storm's spout:
     ``max_uncommitted_offsets`` (per partition, pause above it), ``commit_interval_secs``
     (periodic commit), ``buffer_size`` (records fetched ahead), ``dead_letter_limit`` (a
     ``DeadLetterLimit``; off by default), ``failed_max_bytes`` (largest failed record, by
@@ -95,7 +98,7 @@ class KafkaSpout(Spout):
     def __init__(self, topics: str | Iterable[str], bootstrap_servers: str | list[str],
                  group_id: str, *, fields: Sequence[str] = ("key", "value"),
                  value_format: str = "str", max_retries: int = 3,
-                 retry_backoff_secs: tuple[float, float] = (0.5, 30.0),
+                 retry_backoff_secs: float | tuple[float, float] = (0.5, 30.0),
                  failed_topic: str | None = None, max_uncommitted_offsets: int = 10_000,
                  commit_interval_secs: float = 5.0, buffer_size: int = 10_000,
                  dead_letter_limit: DeadLetterLimit | None = None,
@@ -117,8 +120,7 @@ class KafkaSpout(Spout):
         self.fields = tuple(fields)
         self.value_format = value_format
         self.decoder = Decoder(self.fields, value_format)
-        initial, maximum = retry_backoff_secs
-        self.backoff = Backoff(initial, maximum, max_retries)
+        self.backoff = backoff(retry_backoff_secs, max_retries)
         self.failed_topic = failed_topic
         self.max_uncommitted_offsets = max_uncommitted_offsets
         self.commit_interval_secs = commit_interval_secs

@@ -13,7 +13,10 @@ manager reports, in order:
   the window is failed (they replay; the window is evaluated again with them).
 
 Late tuples (event time, stamped before the last watermark) are acked at once, after a
-copy went to the late-tuple stream if one is configured. Time-driven work (the slide timer
+copy went to the late-tuple stream if one is configured. Once told the input ended (every
+spout exhausted: ``input_ended``), an event-time executor closes its last windows: at the
+first watermark tick with no new tuple it moves the watermark past the latest tuple, so
+their trees complete and a finite topology finishes. Time-driven work (the slide timer
 of processing-time windows, the watermark of event-time ones) runs in timer tasks owned by
 the executor, on the running loop's clock; they are cancelled at ``cleanup``.
 """
@@ -172,6 +175,8 @@ class WindowedBoltExecutor(Bolt):
         self.late = 0
         self._failed_ids: set[int] = set()  # failed by an evaluation, still in the window
         self._extract: Callable[[Tuple], Any] | None = None
+        self._input_ended = False
+        self._fresh = False  # a tuple came since the last watermark tick
         if spec.event_time:
             streams = [s for s in context.this_sources() if s[1] != CHECKPOINT_STREAM]
             self.watermarks = WatermarkGenerator(streams, spec.lag_ms)
@@ -206,6 +211,7 @@ class WindowedBoltExecutor(Bolt):
             raise TypeError(f"{self.name}: event time of {tup!r} is {ts!r}; timestamps must "
                             f"be int milliseconds")
         assert self.watermarks is not None
+        self._fresh = True
         if self.watermarks.track((tup.source_component, tup.source_stream), ts):
             self.manager.add(tup, ts, now)
             return
@@ -228,8 +234,26 @@ class WindowedBoltExecutor(Bolt):
     def _on_watermark_tick(self) -> None:
         assert self.watermarks is not None
         ts = self.watermarks.advance()
+        if self._input_ended and not self._fresh:  # tuples still in flight wait a tick more
+            ts = self.watermarks.finish(self._closing_span_ms()) or ts
+        self._fresh = False
         if ts is not None:
             self.manager.add_watermark(ts, self.now_ms())
+
+    def in_windows(self) -> int:
+        """Tuples this task holds in its window (not acked yet: their trees are pending)."""
+        manager = getattr(self, "manager", None)
+        return 0 if manager is None else len(manager.queue)
+
+    def input_ended(self) -> None:
+        """Every spout is exhausted: close the last event-time windows (module docstring)."""
+        self._input_ended = True
+
+    def _closing_span_ms(self) -> int:
+        """How far past the latest tuple the watermark must go for every window holding a
+        tuple to close and let it expire: a window's length and slide (0 for counts)."""
+        spec = self.spec
+        return sum(d.millis for d in (spec.length, spec.slide) if isinstance(d, Duration))
 
     # -- acting on the manager's outputs -------------------------------------------------------
 
