@@ -7,8 +7,8 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from engine import Bolt, Config, Spout, Topology, TopologyBuilder
-from engine.testing import FeederSpout
+from engine import Bolt, Config, LocalCluster, Spout, Topology, TopologyBuilder
+from engine.testing import FeederSpout, wait_until
 from topologies.word_count import build as build_word_count
 
 
@@ -82,6 +82,19 @@ async def get_json(url: str) -> tuple[int, Any]:
     """Status and decoded JSON body of a GET."""
     async with aiohttp.ClientSession() as session, session.get(url) as resp:
         return resp.status, await resp.json()
+
+
+async def scrape_finished_word_count(sentences: int, repeat: int) -> dict[str, Any]:
+    """``/metrics`` of a word count run to its end, parsed."""
+    conf, topology = word_count(sentences=sentences, repeat=repeat)
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("wc", conf, topology)
+        await wait_until(lambda: cluster.finished("wc"))
+        server = await cluster.serve_http()
+        try:
+            return await scrape(server.url)
+        finally:
+            await server.close()
 
 
 async def scrape(url: str) -> dict[str, Any]:
