@@ -29,6 +29,8 @@ from connectors.spark.summary import format_summary
 __all__ = ["find_java", "main", "parse_args", "parse_since", "run"]
 
 _INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+_PROGRESS_EVERY_SECS = 5.0
+_SPARK_SUBMIT_ENV = "PYSPARK_GATEWAY_PORT"  # set for a driver that spark-submit started
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -109,9 +111,10 @@ def _engine_arguments(p: argparse.ArgumentParser) -> None:
     where.add_argument("--in-process-below", type=int, default=IN_PROCESS_BELOW, metavar="N",
                        help="without either flag: in process when fewer than N failed-topic "
                        "offsets are to be read (default: %(default)s)")
-    where.add_argument("--progress-every", type=float, default=5.0, metavar="SECS",
+    where.add_argument("--progress-every", type=float, metavar="SECS",
                        help="a progress line on stderr every SECS seconds while the job "
-                       "runs; 0: none (default: %(default)s)")
+                       "runs; 0: none (default: 5, none under spark-submit, which sends "
+                       "the driver's stderr to its stdout and shows its own progress)")
 
 
 def client_settings(args: argparse.Namespace) -> dict[str, str]:
@@ -189,6 +192,12 @@ def _options(args: argparse.Namespace) -> ReplayOptions:
         in_process=args.in_process, in_process_below=args.in_process_below)
 
 
+def _progress_every(args: argparse.Namespace) -> float:
+    if args.progress_every is not None:
+        return float(args.progress_every)
+    return 0.0 if _SPARK_SUBMIT_ENV in os.environ else _PROGRESS_EVERY_SECS
+
+
 def _interrupted(exc: BaseException) -> bool:
     """Ctrl-C, or an error it caused (py4j's, when the JVM went down with the signal)."""
     seen: BaseException | None = exc
@@ -210,7 +219,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     if problem is not None:
         print(f"{prog}: error: {problem}", file=sys.stderr)
         return 2
-    progress = Progress(prog, every_s=args.progress_every)
+    progress = Progress(prog, every_s=_progress_every(args))
     try:
         with _quiet("aiokafka"), _quiet("py4j"), _stdout_to_stderr(), progress:
             summary = run_replay(_options(args), progress=progress)

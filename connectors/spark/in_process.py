@@ -27,7 +27,8 @@ from connectors.spark.tally import Tally
 
 __all__ = ["replay_in_process"]
 
-# Rows handed to the writer at a time: small enough for the progress line to move.
+# Rows handed to the writer at a time (at most a second's worth under a rate limit): small
+# enough for the progress line to move.
 _WRITE_CHUNK = 500
 
 
@@ -58,8 +59,10 @@ def replay_in_process(options: ReplayOptions, ranges: list[OffsetRange],
     table = fated(_read(options, ranges, progress), options).select(list(SINK_COLUMNS))
     progress.stage = "writing" if not options.dry_run else "counting"
     tally = Tally()
+    rate = options.max_records_per_sec
+    chunk = _WRITE_CHUNK if rate is None else max(1, min(_WRITE_CHUNK, int(rate)))
     rows = (tally_batch(batch, tally, options.dry_run)
-            for batch in table.to_batches(max_chunksize=_WRITE_CHUNK))
+            for batch in table.to_batches(max_chunksize=chunk))
     if options.dry_run:
         for _ in rows:
             pass

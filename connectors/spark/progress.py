@@ -41,7 +41,7 @@ class Progress:
         parts = [f"{self.prog}: {self.stage}"]
         if self.to_read is not None:
             parts.append(f"read {self.read:,} of {self.to_read:,} records")
-        if self.written:
+        if self.written or self.stage == "writing":
             parts.append(f"written {self.written:,}")
         extra = self._status()
         if extra:
