@@ -189,7 +189,14 @@ def _options(args: argparse.Namespace) -> ReplayOptions:
         connect_timeout_s=args.connect_timeout,
         max_offsets_per_task=args.max_offsets_per_task, max_attempts=args.max_attempts,
         max_records_per_sec=args.max_records_per_sec, client=client_settings(args),
-        in_process=args.in_process, in_process_below=args.in_process_below)
+        in_process=_in_process(args), in_process_below=args.in_process_below)
+
+
+def _in_process(args: argparse.Namespace) -> bool | None:
+    """As asked; else Spark under spark-submit (its JVM runs anyway), else by size."""
+    if args.in_process is None and _SPARK_SUBMIT_ENV in os.environ:
+        return False
+    return args.in_process
 
 
 def _progress_every(args: argparse.Namespace) -> float:

@@ -40,7 +40,7 @@ def _read(options: ReplayOptions, ranges: list[OffsetRange], progress: Progress)
         for records in fetch_range(options.bootstrap_servers, rng, client=options.client):
             with gc_paused():
                 batches.append(parse_fetched(records, rng.partition))
-            progress.read += len(records)
+            progress.read = (progress.read or 0) + len(records)
     return pa.Table.from_batches(batches, schema=PARSED_SCHEMA)
 
 

@@ -14,8 +14,9 @@ __all__ = ["Progress"]
 
 class Progress:
     """What a run is doing now: ``stage``, records ``read`` of ``to_read`` and ``written``
-    (plain attributes the run sets as it goes), and ``status``, a hook for figures only the
-    run's engine knows (Spark's stages and tasks).
+    (plain attributes the run sets as it goes; ``read`` is None where the run does not
+    count them, as in Spark's tasks), and ``status``, a hook for figures only the run's
+    engine knows (Spark's stages and tasks).
 
     While entered, a daemon thread prints ``line()`` every ``every_s`` seconds to ``stream``
     (standard error by default); a run that ends sooner prints nothing. ``every_s=None``
@@ -29,7 +30,7 @@ class Progress:
         self.stream = stream
         self.stage = "starting"
         self.to_read: int | None = None
-        self.read = 0
+        self.read: int | None = 0
         self.written = 0
         self.status: Callable[[], str | None] | None = None
         self._started = time.monotonic()
@@ -39,7 +40,9 @@ class Progress:
     def line(self) -> str:
         """One line: the stage, the counts known so far, the engine's status, the time."""
         parts = [f"{self.prog}: {self.stage}"]
-        if self.to_read is not None:
+        if self.to_read is not None and self.read is None:
+            parts.append(f"{self.to_read:,} records to read")
+        elif self.to_read is not None:
             parts.append(f"read {self.read:,} of {self.to_read:,} records")
         if self.written or self.stage == "writing":
             parts.append(f"written {self.written:,}")

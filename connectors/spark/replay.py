@@ -67,6 +67,7 @@ def replay_with_spark(options: ReplayOptions, ranges: list[OffsetRange],
     else:
         prepare_session(spark)
     progress.status = functools.partial(stage_status, spark)
+    progress.read = None  # counted in the tasks, not here
     try:
         with _interruptible(spark):
             progress.stage = "reading, de-duplicating and writing in Spark"
