@@ -148,6 +148,25 @@ def _quiet(logger_name: str) -> Iterator[None]:
         logger.setLevel(level)
 
 
+class _NotFromPy4J(logging.Filter):
+    """Drops what py4j logs to the root logger: its tracebacks when Ctrl-C or a stopped
+    JVM cuts a call short. Its errors that matter reach the job as exceptions."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return f"{os.sep}py4j{os.sep}" not in record.pathname
+
+
+@contextlib.contextmanager
+def _without_py4j_logs() -> Iterator[None]:
+    root, quiet = logging.getLogger(), _NotFromPy4J()
+    root.addFilter(quiet)
+    try:
+        with _quiet("py4j"):
+            yield
+    finally:
+        root.removeFilter(quiet)
+
+
 @contextlib.contextmanager
 def _stdout_to_stderr() -> Iterator[None]:
     # The JVM and Spark write to file descriptor 1 directly; point it at stderr meanwhile.
@@ -228,7 +247,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         return 2
     progress = Progress(prog, every_s=_progress_every(args))
     try:
-        with _quiet("aiokafka"), _quiet("py4j"), _stdout_to_stderr(), progress:
+        with _quiet("aiokafka"), _without_py4j_logs(), _stdout_to_stderr(), progress:
             summary = run_replay(_options(args), progress=progress)
     except (BrokerUnreachable, TopicNotFound, JavaNotFound) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)

@@ -58,6 +58,7 @@ def replay_with_spark(options: ReplayOptions, ranges: list[OffsetRange],
     ``summary``. A session passed in is used and left running; otherwise one is started
     (``JavaNotFound`` without a Java) and stopped. Commits nothing (the caller does)."""
     own_session = spark is None
+    progress.read = None  # counted in the tasks, not here
     if spark is None:
         progress.stage = "starting Spark"
         if find_java() is None:
@@ -67,7 +68,6 @@ def replay_with_spark(options: ReplayOptions, ranges: list[OffsetRange],
     else:
         prepare_session(spark)
     progress.status = functools.partial(stage_status, spark)
-    progress.read = None  # counted in the tasks, not here
     try:
         with _interruptible(spark):
             progress.stage = "reading, de-duplicating and writing in Spark"
@@ -75,7 +75,8 @@ def replay_with_spark(options: ReplayOptions, ranges: list[OffsetRange],
     finally:
         progress.status = None
         if own_session:
-            progress.stage = "stopping Spark"
+            if sys.exc_info()[1] is None:  # else the stage that failed stays on show
+                progress.stage = "stopping Spark"
             _stop(spark)
             clock.lap("Spark shutdown")
 
@@ -99,6 +100,7 @@ def _interruptible(spark: SparkSession) -> Iterator[None]:
 
     def on_interrupt(signum: int, frame: object) -> None:
         with contextlib.suppress(Exception):
+            spark.sparkContext.setLogLevel("OFF")  # the cancelled tasks' errors are no news
             spark.sparkContext.cancelAllJobs()
         raise KeyboardInterrupt
 
