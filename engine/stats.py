@@ -72,22 +72,23 @@ class LatencyHistogram:
 
 class LatencyReservoir:
     """The most recent ``size`` latencies (seconds), for percentiles; ``count``, ``total``
-    (seconds) and ``histogram`` cover every latency ever added."""
+    (seconds) and ``histogram`` (when kept) cover every latency ever added."""
 
     __slots__ = ("_samples", "count", "histogram", "total")
 
-    def __init__(self, size: int = 4096) -> None:
+    def __init__(self, size: int = 4096, histogram: bool = True) -> None:
         self._samples: deque[float] = deque(maxlen=size)
         self.count = 0
         self.total = 0.0
-        self.histogram = LatencyHistogram()
+        self.histogram: LatencyHistogram | None = LatencyHistogram() if histogram else None
 
     def add(self, seconds: float) -> None:
         """Record one latency."""
         self._samples.append(seconds)
         self.count += 1
         self.total += seconds
-        self.histogram.add(seconds)
+        if self.histogram is not None:
+            self.histogram.add(seconds)
 
     def percentiles_ms(self, *quantiles: float) -> list[float | None]:
         """The given quantiles (0..1) in milliseconds, ``None`` with no samples."""
@@ -125,8 +126,9 @@ class BatchTimes:
         self.tuples = 0
         self.execute_secs = 0.0
         self.process_secs = 0.0
-        self.execute = LatencyReservoir(size)
-        self.process = LatencyReservoir(size)
+        # Per-batch samples: the histograms below count per tuple instead.
+        self.execute = LatencyReservoir(size, histogram=False)
+        self.process = LatencyReservoir(size, histogram=False)
         self.execute_histogram = LatencyHistogram()
         self.process_histogram = LatencyHistogram()
 

@@ -29,7 +29,8 @@ _last_metrics_log: dict[tuple[str, str], float] = {}
 def _latency(reservoir: LatencyReservoir) -> dict[str, Any]:
     p50, p99 = reservoir.percentiles_ms(0.5, 0.99)
     return {"p50": p50, "p99": p99, "samples": reservoir.count,
-            "sum_secs": round(reservoir.total, 6), "buckets": list(reservoir.histogram.counts)}
+            "sum_secs": round(reservoir.total, 6),
+            "buckets": list(reservoir.histogram.counts) if reservoir.histogram else None}
 
 
 def _summed(histograms: list[LatencyHistogram]) -> list[int]:
