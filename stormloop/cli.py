@@ -82,7 +82,7 @@ def _replay(args: list[str]) -> int:
         print(f"stormloop replay: {exc}; install the Spark extra: "
               f"pip install 'stormloop[spark]'", file=sys.stderr)
         return 2
-    return replay_main(args)
+    return replay_main(args, prog="stormloop replay")
 
 
 def _broker(args: list[str]) -> int:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.config import TOPOLOGY_MAX_SPOUT_PENDING, TOPOLOGY_MESSAGE_TIMEOUT_SECS
 from engine.queues import QueueStats
-from engine.stats import LatencyReservoir, TaskStats
+from engine.stats import LatencyHistogram, LatencyReservoir, TaskStats
 
 if TYPE_CHECKING:
     from engine.runtime import RunningTopology
@@ -29,11 +29,18 @@ _last_metrics_log: dict[tuple[str, str], float] = {}
 def _latency(reservoir: LatencyReservoir) -> dict[str, Any]:
     p50, p99 = reservoir.percentiles_ms(0.5, 0.99)
     return {"p50": p50, "p99": p99, "samples": reservoir.count,
-            "sum_secs": round(reservoir.total, 6)}
+            "sum_secs": round(reservoir.total, 6),
+            "buckets": list(reservoir.histogram.counts) if reservoir.histogram else None}
+
+
+def _summed(histograms: list[LatencyHistogram]) -> list[int]:
+    """Bucket counts added up over several histograms (they share ``LATENCY_BUCKETS``)."""
+    return [sum(counts) for counts in zip(*(h.counts for h in histograms), strict=True)]
 
 
 def _merged(reservoirs: list[LatencyReservoir]) -> dict[str, float | None]:
-    """p50 and p99 (ms) over the samples of several reservoirs."""
+    """p50 and p99 (ms) over the samples of several reservoirs (``buckets`` is added by the
+    caller)."""
     ordered: list[float] = []
     for r in reservoirs:
         ordered += r.values()
@@ -46,12 +53,17 @@ def _merged(reservoirs: list[LatencyReservoir]) -> dict[str, float | None]:
 
 
 def _bolt_latencies(rt: RunningTopology) -> dict[str, dict[str, Any]]:
-    """Per bolt: execute and process latency percentiles over all its executors' batches."""
+    """Per bolt: execute and process latency percentiles over all its executors' batches,
+    and the per-tuple histograms' ``buckets``."""
     by_component: dict[str, list[Any]] = {}
     for bex in rt.bolt_executors:
         by_component.setdefault(bex.component, []).append(bex.times)
-    return {cid: {"execute_latency_ms": _merged([t.execute for t in times]),
-                  "process_latency_ms": _merged([t.process for t in times])}
+    return {cid: {"execute_latency_ms": {**_merged([t.execute for t in times]),
+                                         "buckets": _summed([t.execute_histogram
+                                                             for t in times])},
+                  "process_latency_ms": {**_merged([t.process for t in times]),
+                                         "buckets": _summed([t.process_histogram
+                                                             for t in times])}}
             for cid, times in by_component.items()}
 
 

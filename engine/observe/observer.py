@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import TopologyError
 from engine.observe.api import component_json, flatten, topology_json, topology_summary
 from engine.observe.figures import component_errors, topology_status
-from engine.observe.windows import WINDOWS, Delta, WindowRings
+from engine.observe.windows import RATE_WINDOW, WINDOWS, Delta, WindowRings
 
 if TYPE_CHECKING:
     from engine.cluster import LocalCluster
@@ -85,7 +85,8 @@ class Observer:
         rt = self.runtime(name)
         stats = rt.stats()
         errors = {cid: component_errors(rt, cid) for cid in rt.topology.components}
-        return topology_json(stats, window, self.deltas(rt, stats), errors)
+        return topology_json(stats, window, self.deltas(rt, stats, (*WINDOWS, RATE_WINDOW)),
+                             errors)
 
     def component(self, name: str, cid: str, window: str) -> dict[str, Any]:
         """``/api/v1/topology/{name}/component/{id}``."""
@@ -94,7 +95,8 @@ class Observer:
             raise TopologyError(f"topology {name!r}: no component {cid!r}; "
                                 f"components: {sorted(rt.topology.components)}")
         stats = rt.stats()
-        return component_json(stats, cid, window, self.deltas(rt, stats)[window],
+        deltas = self.deltas(rt, stats, (window, RATE_WINDOW))
+        return component_json(stats, cid, window, deltas,
                               component_errors(rt, cid), time.time())
 
     def readiness(self) -> str | None:

@@ -51,8 +51,16 @@ async def test_topology_view_has_storm_ui_fields_for_every_window() -> None:
         assert 0 < bolt["executeLatency"] <= bolt["processLatency"]
     assert bolts["split"]["executed"] == 400 and bolts["split"]["emitted"] == 4000
     assert bolts["split"]["transferred"] == 4000 and bolts["count"]["executed"] == 4000
-    # Every window of a young topology spans all of it.
+    # Every window of a young topology spans all of it, and says so.
     assert view["topologyStats"][0]["acked"] == view["topologyStats"][2]["acked"] == 400
+    assert [s["sameAsAllTime"] for s in view["topologyStats"]] == [True, True, False]
+    # Nothing failed: no failures to speak of, and the pending figures agree when idle.
+    assert spout["failedRatio"] == 0 and bolts["split"]["failedRatio"] == 0
+    assert view["spoutPending"] == spout["pending"] == 0
+    assert set(view["rates"]) == {"windowSecs", "emittedPerSec", "ackedPerSec",
+                                  "failedPerSec"}
+    assert {"emittedPerSec", "ackedPerSec", "failedPerSec"} <= set(spout)
+    assert {"executedPerSec", "ackedPerSec", "failedPerSec"} <= set(bolts["count"])
 
 
 async def test_component_view_lists_recent_errors_with_traceback() -> None:
