@@ -48,7 +48,7 @@ from engine.spout_executor import SpoutExecutor, SpoutTask
 from engine.stalls import StallMonitor
 from engine.stats import LatencyReservoir, TaskStats
 from engine.topology import ComponentDef, Topology
-from engine.usercall import invoke, is_user_error, method
+from engine.usercall import invoke, is_user_error, method, report_on_error
 from engine.watchdog import LoopWatchdog, watchdog_for
 from engine.wiring import ExecutorPlan, plan
 
@@ -304,9 +304,7 @@ class RunningTopology:
         try:
             await invoke(method(obj, name))
         except BaseException as exc:
-            if not is_user_error(exc):
-                raise
-            collector.report_error(exc)
+            report_on_error(collector, exc)
 
     # -- figures --------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from engine.outbox import Outbox
 from engine.queues import BatchQueue
 from engine.spout_collector import SpoutOutputCollector
 from engine.stats import LatencyReservoir, TaskStats
-from engine.usercall import accepts, batch_ack, is_user_error, method
+from engine.usercall import accepts, batch_ack, is_user_error, method, report_on_error
 from engine.watchdog import CallSite, CurrentCall, current_call
 
 # A FAIL whose reason was not kept (more failures in flight than the book holds).
@@ -176,9 +176,7 @@ class SpoutExecutor:
                 else:
                     next_tuple()
             except BaseException as exc:
-                if not is_user_error(exc):
-                    raise
-                coll.report_error(exc)
+                report_on_error(coll, exc)
                 break
             if coll.emit_count == before or coll.emit_count - start >= SPOUT_ROUND:
                 break
@@ -343,9 +341,7 @@ class SpoutExecutor:
         try:
             result = fn(msg_id) if reason is None else fn(msg_id, reason=reason)
         except BaseException as exc:
-            if not is_user_error(exc):
-                raise
-            task.collector.report_error(exc)
+            report_on_error(task.collector, exc)
             return None
         return _guarded(task, result) if is_async else None
 
@@ -356,6 +352,4 @@ async def _guarded(task: SpoutTask, call: Awaitable[None]) -> None:
     try:
         await call
     except BaseException as exc:
-        if not is_user_error(exc):
-            raise
-        task.collector.report_error(exc)
+        report_on_error(task.collector, exc)

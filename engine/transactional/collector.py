@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engine.collector import OutputCollector
+    from engine.anchoring import Collector
     from engine.tuples import Tuple
 
 __all__ = ["BatchOutputCollector"]
@@ -23,7 +23,7 @@ class BatchOutputCollector:
 
     __slots__ = ("_out", "anchors", "sent")
 
-    def __init__(self, out: OutputCollector, anchors: Tuple | Iterable[Tuple] | None) -> None:
+    def __init__(self, out: Collector, anchors: Tuple | Iterable[Tuple] | None) -> None:
         self._out = out
         self.anchors = anchors
         self.sent: dict[int, int] = {}

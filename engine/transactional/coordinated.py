@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 from engine.clock import now
 from engine.components import BasicBolt, Bolt
 from engine.config import TOPOLOGY_MAX_SPOUT_PENDING, TOPOLOGY_MESSAGE_TIMEOUT_SECS
-from engine.failure import FailReason, error_reason
+from engine.failure import FailReason
 from engine.transactional.attempt import TransactionAttempt
 from engine.transactional.collector import BatchOutputCollector
 from engine.transactional.committer import BatchBolt
-from engine.usercall import awaitable, is_async, is_user_error, report
+from engine.usercall import awaitable, fail_on_error, is_async
 
 if TYPE_CHECKING:
     from engine.collector import OutputCollector
@@ -196,12 +196,7 @@ class CoordinatedBolt(Bolt):
             else:
                 batch.bolt.execute(tup)
         except BaseException as exc:
-            if not is_user_error(exc):
-                raise
-            reason = error_reason(exc, self._out.component)
-            self._out.fail_with(tup, reason)
-            self._fail(batch, reason)
-            report(self._out, exc, failed_is_expected=True)
+            self._fail(batch, fail_on_error(self._out, exc, (tup,), failed_is_expected=True))
             return False
         return True
 
@@ -224,10 +219,7 @@ class CoordinatedBolt(Bolt):
             if self._finish_async:
                 await result
         except BaseException as exc:
-            if not is_user_error(exc):
-                raise
-            self._fail(batch, error_reason(exc, self._out.component))
-            report(self._out, exc, failed_is_expected=True)
+            self._fail(batch, fail_on_error(self._out, exc, failed_is_expected=True))
             return
         sent, attempt, emit_direct = batch.collector.sent, batch.attempt, self._out.emit_direct
         for t in self._out_tasks:

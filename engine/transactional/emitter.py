@@ -11,12 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.components import Bolt
-from engine.failure import error_reason
 from engine.transactional.collector import BatchOutputCollector
 from engine.transactional.coordinated import COORD_FIELDS, COORD_STREAM
 from engine.transactional.partitioned import TRANSACTIONAL_ID
 from engine.transactional.spout import TransactionalSpout
-from engine.usercall import awaitable, is_user_error, report
+from engine.usercall import awaitable, fail_on_error
 
 if TYPE_CHECKING:
     from engine.collector import OutputCollector
@@ -66,10 +65,7 @@ class EmitterBolt(Bolt):
             batch = BatchOutputCollector(out, tup)
             await self._emit_batch(attempt, metadata, batch)
         except BaseException as exc:
-            if not is_user_error(exc):
-                raise
-            out.fail_with(tup, error_reason(exc, out.component))
-            report(out, exc, failed_is_expected=True)
+            fail_on_error(out, exc, (tup,), failed_is_expected=True)
             return
         sent = batch.sent
         for t in self._out_tasks:
