@@ -77,13 +77,13 @@ class BoltExecutor:
         single = self.tasks[0] if len(self.tasks) == 1 else None
         batches = 0
         while True:
-            if outbox.bufs and not await queue.wait(BACKPRESSURE_POLL_SECS):
+            if outbox.holding() and not await queue.wait(BACKPRESSURE_POLL_SECS):
                 await outbox.flush()  # batches held back for a full queue: retry while idle
                 continue
             batch = await queue.get()
             size = len(batch)  # an async batch is emptied as it is executed
             started = clock()
-            outbox.busy = True
+            outbox.set_busy(True)
             if single is not None:
                 marker.site = single.site
                 await self._execute(single, batch, outbox)
@@ -94,7 +94,7 @@ class BoltExecutor:
                     await self._execute(task, (tup,))
             marker.site = None
             self.current = None
-            outbox.busy = False
+            outbox.set_busy(False)
             times.add(size, started, clock())
             await outbox.flush()
             batches += 1

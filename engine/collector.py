@@ -90,7 +90,7 @@ class Collector:
         self._outbox = outbox
         self._stats = stats
         self._debug = debug
-        self._num_ackers = len(outbox.acker_bufs)
+        self._num_ackers = outbox.num_ackers
         self._ids = IdSource()
         self.recent_errors = RecentErrors()
         # Shared by the component's tasks when the runtime sets them (``share_logs``).
@@ -199,8 +199,7 @@ class OutputCollector(Collector):
                 targets = route.single.choose(values)  # type: ignore[union-attr]
                 if len(targets) != 1:
                     self._send(values, anchors, route.source, targets)
-                    if not self._outbox.busy:
-                        self._outbox.schedule_flush()
+                    self._outbox.touch()
                     return list(targets)
                 t = targets[0]
             root = anchors.root
@@ -213,20 +212,13 @@ class OutputCollector(Collector):
             else:
                 tup = Tuple(values, route.source, t)
             outbox = self._outbox
-            ex = outbox.task_executor[t]
-            buf = outbox.bufs.get(ex)
-            if buf is None:
-                outbox.bufs[ex] = [tup]
-            else:
-                buf.append(tup)
+            outbox.push(t, tup)
             self._stats.emitted += 1
-            if not outbox.busy:
-                outbox.schedule_flush()
+            outbox.touch()
             return [t]
         route, targets = self._targets(values, stream)
         self._send(values, anchors, route.source, targets)
-        if not self._outbox.busy:
-            self._outbox.schedule_flush()
+        self._outbox.touch()
         return list(targets)
 
     def emit_direct(self, task_id: SupportsIndex, values: Sequence[Any],
@@ -235,13 +227,12 @@ class OutputCollector(Collector):
         """Emit ``values`` to ``task_id`` on a direct stream."""
         route, targets = self._direct_target(task_id, values, stream)
         self._send(values, anchors, route.source, targets)
-        if not self._outbox.busy:
-            self._outbox.schedule_flush()
+        self._outbox.touch()
 
     def _send(self, values: Sequence[Any], anchors: Tuple | Iterable[Tuple] | None,
               src: Source, targets: list[int]) -> None:
         self._stats.emitted += 1
-        bufs, texec = self._outbox.bufs, self._outbox.task_executor
+        outbox = self._outbox
         if self._debug:
             self._log_emit(values, src.stream, targets)
         single = anchors if type(anchors) is Tuple else None
@@ -269,12 +260,7 @@ class OutputCollector(Collector):
                     tup.root, tup.edge = pairs[0]
                     if len(pairs) > 1:
                         tup.more = tuple(x for r, e in pairs[1:] for x in (r, int(e)))
-            ex = texec[t]
-            buf = bufs.get(ex)
-            if buf is None:
-                bufs[ex] = [tup]
-            else:
-                buf.append(tup)
+            outbox.push(t, tup)
 
     def ack(self, tup: Tuple) -> None:
         """``tup`` is processed: its edge leaves every tree it belongs to."""
@@ -290,19 +276,11 @@ class OutputCollector(Collector):
         tup.ack_val = _DONE
         outbox = self._outbox
         if tup.more is None and self._num_ackers == 1:  # one root, one acker: the common case
-            if root is outbox.last_root:
-                outbox.last_val ^= tup.edge ^ av
-            else:
-                outbox.merge_last()
-                outbox.last_root = root
-                outbox.last_val = tup.edge ^ av
+            outbox.ack_one(root, tup.edge ^ av)
         else:
-            n, per_acker = self._num_ackers, outbox.acker_acks
             for r, edge in _pairs(tup):
-                acks = per_acker[r % n]
-                acks[r] = acks.get(r, 0) ^ i64(edge) ^ av
-        if not outbox.busy:
-            outbox.schedule_flush()
+                outbox.ack_to(r, i64(edge) ^ av)
+        outbox.touch()
 
     def fail(self, tup: Tuple, reason: str | None = None) -> None:
         """Fail every tree ``tup`` belongs to, at once; ``reason`` reaches the spout's ``fail``."""
@@ -334,11 +312,10 @@ class OutputCollector(Collector):
 
     def _to_roots(self, tup: Tuple, kind: int) -> None:
         if tup.root:
-            n, bufs = self._num_ackers, self._outbox.acker_bufs
+            outbox = self._outbox
             for r, _ in _pairs(tup):
-                bufs[r % n].append((kind, r))
-            if not self._outbox.busy:
-                self._outbox.schedule_flush()
+                outbox.send(r, (kind, r))
+            outbox.touch()
 
 
 class BasicOutputCollector:

@@ -57,17 +57,11 @@ class SpoutOutputCollector(Collector):
         self.emit_count += 1
         self._stats.emitted += 1
         outbox = self._outbox
-        bufs, texec = outbox.bufs, outbox.task_executor
         if self._debug:
             self._log_emit(values, src.stream, targets)
         if msg_id is None or not self._num_ackers:
             for t in targets:
-                ex = texec[t]
-                buf = bufs.get(ex)
-                if buf is None:
-                    bufs[ex] = [Tuple(values, src, t)]
-                else:
-                    buf.append(Tuple(values, src, t))
+                outbox.push(t, Tuple(values, src, t))
             if msg_id is not None:
                 self.immediate_acks.append(msg_id)
             return
@@ -77,16 +71,10 @@ class SpoutOutputCollector(Collector):
         for t in targets:
             edge = ids.take()
             val ^= edge
-            ex = texec[t]
-            buf = bufs.get(ex)
-            if buf is None:
-                bufs[ex] = [Tuple(values, src, t, root, edge)]
-            else:
-                buf.append(Tuple(values, src, t, root, edge))
+            outbox.push(t, Tuple(values, src, t, root, edge))
         self._pending[root] = msg_id
         self._sample_next -= 1
         if self._sample_next == 0:
             self._sample_next = self._sample_every
             self.started[root] = self._clock()
-        n = self._num_ackers
-        outbox.acker_bufs[0 if n == 1 else root % n].append((INIT, root, val, self._task_id))
+        outbox.send(root, (INIT, root, val, self._task_id))

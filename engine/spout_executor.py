@@ -134,13 +134,13 @@ class SpoutExecutor:
                 item = inbox.get_nowait()
             emitted = 0
             if self.active:
-                outbox.busy = True
+                outbox.set_busy(True)
                 for task in self.tasks:
                     if self.active:
                         marker.site = task.sites[0]
                         emitted += await self._round(task)
                 marker.site = None
-                outbox.busy = False
+                outbox.set_busy(False)
             await outbox.flush_polling(inbox, self._on_outcomes)
             if emitted:
                 idle = IDLE_MIN_SECS
