@@ -38,11 +38,10 @@ from engine.errors import TopologyError
 from engine.failure import FailReasons
 from engine.flow_control import FlowLimit, longest_hold
 from engine.log_throttle import ErrorThrottle, IntervalWarning
-from engine.observe.figures import topology_stats
 from engine.outbox import Outbox
 from engine.queue_watch import QueueWatch
 from engine.queues import BatchQueue
-from engine.routing import routes_for
+from engine.route_table import routes_for
 from engine.spout_collector import SpoutOutputCollector
 from engine.spout_executor import SpoutExecutor, SpoutTask
 from engine.stalls import StallMonitor
@@ -305,12 +304,3 @@ class RunningTopology:
             await invoke(method(obj, name))
         except BaseException as exc:
             report_on_error(collector, exc)
-
-    # -- figures --------------------------------------------------------------------------
-
-    def stats(self) -> dict[str, Any]:
-        """Counters per component, pending trees, latencies, executor and queue figures:
-        plain JSON data (see ``engine.observe.figures``)."""
-        stats = topology_stats(self)
-        stats["stalled"] = self.stalls.stalled()
-        return stats

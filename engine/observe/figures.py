@@ -146,6 +146,7 @@ def topology_stats(rt: RunningTopology) -> dict[str, Any]:
         "executors": executors,
         "queues": {str(i): ex["queue"] for i, ex in enumerate(executors)},
         "metrics": task_metrics(rt),
+        "stalled": rt.stalls.stalled(),
     }
 
 

@@ -20,6 +20,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from engine.observe.api import bolt_times
+from engine.observe.figures import topology_stats
 from engine.observe.reasons import fails_by_reason
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def _kafka(f: _Families, name: str, stats: Mapping[str, Any]) -> None:
 
 def _topology(f: _Families, observer: Observer, name: str) -> None:
     rt = observer.runtime(name)
-    stats = rt.stats()
+    stats = topology_stats(rt)
     ten_minutes = observer.deltas(rt, stats, ("600",))["600"]
     f.uptime.add_metric([name], stats["uptime_secs"])
     f.trees.add_metric([name], stats["pending"])

@@ -34,6 +34,7 @@ from typing import Any
 from engine.anchoring import AnchoringCollector
 from engine.components import Bolt
 from engine.context import TopologyContext
+from engine.state.checkpoint import CHECKPOINT_STREAM
 from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
 from engine.usercall import awaitable, fail_on_error, report_on_error
@@ -58,7 +59,6 @@ __all__ = ["LATE_TUPLE_FIELD", "DetachedTuple", "WindowedBoltExecutor", "build_m
 log = logging.getLogger("engine.windowing")
 
 LATE_TUPLE_FIELD = "late_tuple"
-CHECKPOINT_STREAM = "$checkpoint"
 
 
 @dataclass(frozen=True, slots=True)
