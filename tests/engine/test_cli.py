@@ -66,9 +66,16 @@ def test_file_without_topology_is_one_line_exit_2(tmp_path: Path) -> None:
 def test_sigterm_drains_and_exits_0() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "engine", "run", "topologies/word_count.py",
-         "--conf", "wordcount.repeat=1000"],
+         "--conf", "wordcount.repeat=1000", "--status-interval", "0.2"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 60
+    line = ""
+    while not line.startswith("[") and time.monotonic() < deadline:  # a status line: running
+        line = proc.stderr.readline()
+        if not line and proc.poll() is not None:
+            break
+    assert line.startswith("["), f"no status line before exit {proc.poll()}"
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
