@@ -68,6 +68,10 @@ class _Families:
         self.queue_fill = g("stormloop_queue_fill_ratio", "Batches in an executor's receive "
                             "queue / its bound (topology.executor.receive.buffer.size).",
                             labels=[*_TL, "executor"])
+        self._kafka()
+
+    def _kafka(self) -> None:
+        c, g = CounterMetricFamily, GaugeMetricFamily
         part = [*_TL, "task", "topic", "partition"]
         self.lag = g("stormloop_kafka_partition_lag", "Records behind the high watermark.",
                      labels=part)
