@@ -8,31 +8,19 @@ from typing import Any
 
 import pytest
 
-from engine import BasicBolt, Bolt, Config, FailReason, LocalCluster, TopologyBuilder
+from engine import BasicBolt, Bolt, Config, LocalCluster, TopologyBuilder
 from engine.state import KeyValueState, StatefulBolt
 from engine.state.checkpoint import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, INITSTATE
 from engine.state.executor import StatefulBoltExecutor
-from engine.testing import FeederSpout, VirtualTimePolicy, wait_until
+from engine.testing import VirtualTimePolicy, wait_until
 from engine.windowing import BaseStatefulWindowedBolt, BaseWindowedBolt, Count, TupleWindow
+from tests.engine.helpers import ReasonSpout
 from tests.state.helpers import Recorder, checkpoint, context, make_tuple
 
 
 @pytest.fixture
 def event_loop_policy() -> VirtualTimePolicy:
     return VirtualTimePolicy()
-
-
-class ReasonSpout(FeederSpout):
-    """A feeder whose ``fail`` keeps the reason."""
-
-    def __init__(self) -> None:
-        super().__init__(["v"])
-        self.reasons: dict[Any, FailReason] = {}
-
-    def fail(self, msg_id: Any, reason: FailReason | None = None) -> None:
-        super().fail(msg_id)
-        assert reason is not None
-        self.reasons[msg_id] = reason
 
 
 class RaisingBolt(Bolt):
