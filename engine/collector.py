@@ -3,11 +3,12 @@
 The bolt's collector and what both share are here; the spout's is in
 ``engine.spout_collector``.
 
-Tuples go into the executor's ``Outbox`` (one list per destination executor) and acker
-messages into one list per acker; the outbox flushes both (``engine.outbox`` describes
-when), so nothing here awaits and nothing is allocated per tuple beyond the tuple itself.
-Emits, acks and fails made outside ``execute``/``next_tuple`` schedule an immediate flush
-that does not respect the destination's queue bound (see ``engine.outbox``).
+Tuples and acker messages go into the executor's ``Outbox`` through its verbs (``push``,
+``send``, ``ack_one``/``ack_to``, ``touch``); the outbox flushes them (``engine.outbox``
+describes when), so nothing here awaits and nothing is allocated per tuple beyond the
+tuple itself. A bolt's emits, acks and fails made outside ``execute`` schedule an
+immediate flush that does not respect the destination's queue bound (see
+``engine.outbox``); a spout's wait for its executor's next round.
 
 Anchoring follows Storm's ``BoltOutputCollectorImpl``: one fresh edge id per (anchor,
 target task), XOR-ed into the anchor's ``ack_val`` and into the new tuple's roots;
@@ -42,8 +43,8 @@ from engine.stats import RecentErrors, TaskStats
 from engine.tuples import IdSource, Source, Tuple
 
 __all__ = [
+    "BaseCollector",
     "BasicOutputCollector",
-    "Collector",
     "OutputCollector",
 ]
 
@@ -78,7 +79,7 @@ def _pairs(tup: Tuple) -> list[tuple[Any, int]]:
     return list(zip(roots[::2], roots[1::2], strict=True))
 
 
-class Collector:
+class BaseCollector:
     """Shared routing and delivery for spout and bolt collectors."""
 
     def __init__(self, kind: str, component: str, task_id: int, routes: dict[str, Route],
@@ -167,7 +168,7 @@ class Collector:
                              self._task_id, verb, now=0.0)
 
 
-class OutputCollector(Collector):
+class OutputCollector(BaseCollector):
     """What a bolt emits, anchors, acks and fails with.
 
     Used outside ``execute`` (from the bolt's own task or a callback) it works the same,

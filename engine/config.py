@@ -13,10 +13,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine import sqlite_file
 from engine.errors import ConfigError
 
 __all__ = [
-    "DEFAULT_STATE_DIR",
     "TOPOLOGY_ACKER_EXECUTORS",
     "TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS",
     "TOPOLOGY_DEBUG",
@@ -51,9 +51,6 @@ TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS = "topology.state.checkpoint.interval.ms"
 TOPOLOGY_NAME = "topology.name"
 # Cancel an async execute still running after this long (None: the message timeout; 0: never).
 TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS = "topology.bolt.execute.timeout.secs"
-# Where state (topology.state.dir) and transactional progress (transactional.state.dir)
-# are kept unless configured, relative to the working directory.
-DEFAULT_STATE_DIR = ".stormloop-state"
 
 DEFAULTS: dict[str, Any] = {
     TOPOLOGY_MESSAGE_TIMEOUT_SECS: 30,
@@ -66,7 +63,7 @@ DEFAULTS: dict[str, Any] = {
     TOPOLOGY_DEBUG: False,
     TOPOLOGY_STATS_SAMPLE_RATE: 0.05,
     TOPOLOGY_LOOP_BLOCK_WARN_SECS: 1.0,
-    TOPOLOGY_STATE_DIR: DEFAULT_STATE_DIR,
+    TOPOLOGY_STATE_DIR: sqlite_file.DEFAULT_STATE_DIR,
     TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: 1000,
     TOPOLOGY_NAME: None,
     TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS: None,

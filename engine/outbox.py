@@ -11,8 +11,8 @@ awaits. The batches leave in one of three ways, and only here:
    ``next_tuple``. Like the awaited flush, but while a destination is full it keeps
    handling the acks, fails and timeouts arriving in its own inbox, so that a fail never
    waits for downstream room.
-3. **Immediate** (``schedule_flush``): an emit, ack or fail made outside ``execute`` and
-   ``next_tuple`` (from the user's own task, timer or callback) schedules a flush with
+3. **Immediate** (``schedule_flush``): a bolt's emit, ack or fail made outside ``execute``
+   (from the user's own task, timer or callback) schedules a flush with
    ``loop.call_soon``. That flush uses ``put_nowait`` and **does not respect the queue
    bound**: code that emits from its own task in a loop must yield to the event loop
    (``await asyncio.sleep(0)``) or it can grow a destination queue without limit. While

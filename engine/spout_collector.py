@@ -5,7 +5,7 @@ in the spout task's pending map under the root and sends the acker one ``INIT`` 
 XOR of the edges; every ``sample_every``-th tree also records its start time, for the
 complete latency. Untracked emits (no ``msg_id``, or no ackers) go out bare, and a
 ``msg_id`` given without ackers is acked at once by the executor (``immediate_acks``).
-Delivery and its limits are the shared ``engine.collector.Collector``'s.
+Delivery and its limits are the shared ``engine.collector.BaseCollector``'s.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, SupportsIndex
 from mypy_extensions import i64
 
 from engine.acker import INIT
-from engine.collector import Collector
+from engine.collector import BaseCollector
 from engine.outbox import Outbox
 from engine.routing import Route
 from engine.stats import TaskStats
@@ -25,7 +25,7 @@ from engine.tuples import Source, Tuple
 __all__ = ["SpoutOutputCollector"]
 
 
-class SpoutOutputCollector(Collector):
+class SpoutOutputCollector(BaseCollector):
     """What a spout emits with; a ``msg_id`` makes the emitted tuple the root of a tracked tree."""
 
     def __init__(self, component: str, task_id: int, routes: dict[str, Route], outbox: Outbox,

@@ -1,5 +1,6 @@
 """The SQLite files that keep the engine's state (stateful bolts, transactional
-topologies): how a connection is opened, and one write transaction.
+topologies): where they live by default, how a connection is opened, one write
+transaction.
 
 Durability: WAL journal with ``synchronous=NORMAL``: a killed process loses nothing that
 was committed (an OS crash may lose the last commits).
@@ -12,7 +13,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["connect", "transaction"]
+__all__ = ["DEFAULT_STATE_DIR", "connect", "transaction"]
+
+# Where state (topology.state.dir) and transactional progress (transactional.state.dir)
+# are kept unless configured, relative to the working directory.
+DEFAULT_STATE_DIR = ".stormloop-state"
 
 
 def connect(path: Path) -> sqlite3.Connection:

@@ -30,8 +30,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from engine.config import DEFAULT_STATE_DIR, TOPOLOGY_STATE_DIR
-from engine.sqlite_file import connect, transaction
+from engine.config import TOPOLOGY_STATE_DIR
+from engine.sqlite_file import DEFAULT_STATE_DIR, connect, transaction
 
 __all__ = ["DELETED", "SqliteStateStore", "StateStore", "decode_key", "open_store",
            "release_store", "state_path"]

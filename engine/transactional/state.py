@@ -20,8 +20,7 @@ from typing import Any
 
 import orjson
 
-from engine.config import DEFAULT_STATE_DIR
-from engine.sqlite_file import connect, transaction
+from engine.sqlite_file import DEFAULT_STATE_DIR, connect, transaction
 
 __all__ = [
     "COORDINATOR_SCOPE",
