@@ -75,13 +75,13 @@ class Outbox:
         "_scheduled",
         "_task_executor",
         "_transferred",
-        "watch",
+        "_watch",
     )
 
     def __init__(self, queues: list[BatchQueue], task_executor: list[int],
                  acker_queues: list[BatchQueue], watch: QueueWatch | None = None) -> None:
         self._queues = queues
-        self.watch = watch
+        self._watch = watch
         self._task_executor = task_executor
         self._bufs: dict[int, list[Tuple]] = {}
         self._acker_queues = acker_queues
@@ -228,7 +228,7 @@ class Outbox:
         does not count them against its limit (see ``SpoutExecutor``). Looks at every
         queue: called only when a spout task reaches its limit, never per tuple.
         """
-        watch = self.watch
+        watch = self._watch
         if watch is None:
             return 0
         n = 0
@@ -244,7 +244,7 @@ class Outbox:
         """Whether a batch of ``n`` tuples for full queue ``ex`` is held back, not waited on."""
         if n < HOLD_MAX:
             return True
-        return n < HOLD_STUCK_MAX and self.watch is not None and self.watch.stuck(ex)
+        return n < HOLD_STUCK_MAX and self._watch is not None and self._watch.stuck(ex)
 
     def _hold(self, ex: int, buf: list[Tuple]) -> None:
         """Keep ``buf`` for a later flush, ahead of anything emitted to ``ex`` since."""

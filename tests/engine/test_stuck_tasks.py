@@ -203,7 +203,8 @@ async def test_the_outbox_holds_a_small_batch_for_a_full_queue_and_sends_it_in_o
 async def test_a_large_batch_waits_for_room_unless_the_queue_is_stuck() -> None:
     full = BatchQueue(1)
     full.put_nowait(["old"])
-    outbox = Outbox([full], [0, 0], [], QueueWatch([full], secs=1.0))
+    watch = QueueWatch([full], secs=1.0)
+    outbox = Outbox([full], [0, 0], [], watch)
     _push(outbox, HOLD_MAX)
     waiting = asyncio.ensure_future(outbox.flush())
     await asyncio.sleep(0.5)
@@ -214,7 +215,7 @@ async def test_a_large_batch_waits_for_room_unless_the_queue_is_stuck() -> None:
     full.put_nowait(["stuck"])
     inbox = BatchQueue(10)
     _push(outbox, HOLD_MAX)
-    assert outbox.watch is not None and not outbox.watch.stuck(0)  # first look at this head
+    assert not watch.stuck(0)  # first look at this head
     polling = asyncio.ensure_future(outbox.flush_polling(inbox, _ignore))
     await asyncio.sleep(2)
     assert polling.done()  # the spout stopped waiting on a stuck queue and held the batch
