@@ -8,9 +8,9 @@ stateful topology, the refusal of an emit that ends up with no anchor at all (an
 unanchored tuple would let its spout tuple complete before the state downstream of it
 is committed). ``HeldAckCollector`` also holds acks until the adapter releases them.
 
-``BasicOutputCollector`` (``engine.collector``) and the batch bolts' collector
-(``engine.transactional.collector``) present the other shape the API gives users,
-``emit(values, stream)`` with the anchor implied; both pass the rest to a ``Collector``.
+The API's other shape, ``emit(values, stream)`` with the anchor implied (``BasicBolt``s,
+transactional emitters and batch bolts), is ``engine.collector.BasicOutputCollector``
+over a ``Collector``.
 """
 
 from __future__ import annotations

@@ -320,36 +320,49 @@ class OutputCollector(BaseCollector):
 
 
 class BasicOutputCollector:
-    """A ``BasicBolt``'s collector: every emit is anchored to the tuple being executed."""
+    """The collector whose emits are anchored for the user: to ``anchor``, which its owner
+    sets (the tuple a ``BasicBolt`` executes; the input or held tuples of a transactional
+    emitter or batch bolt). With ``count``, ``sent`` counts the tuples emitted per target
+    task: a batch bolt's task tells each downstream task how many to expect."""
 
-    __slots__ = ("_collector", "_native", "anchor")
+    __slots__ = ("_collector", "_count", "_native", "anchor", "sent")
 
-    def __init__(self, collector: Any) -> None:
+    def __init__(self, collector: Any, count: bool = False) -> None:
         # Any: an ``OutputCollector`` or a wrapper around one (a stateful topology's).
         self._collector = collector
         # The plain collector is called as compiled code calls compiled code, without
         # Python's argument parsing: a split bolt emits several times per input.
         self._native: OutputCollector | None = (
             collector if type(collector) is OutputCollector else None)
-        self.anchor: Tuple | None = None
+        self._count = count
+        self.anchor: Tuple | Iterable[Tuple] | None = None
+        self.sent: dict[int, int] = {}
 
     def emit(self, values: Sequence[Any], stream: str = "default") -> list[int]:
-        """Emit ``values`` anchored to the input tuple."""
+        """Emit ``values`` anchored to ``anchor``; returns the task ids it went to."""
         native = self._native
         if native is not None:
-            return native.emit(values, self.anchor, stream)
-        sent: list[int] = self._collector.emit(values, self.anchor, stream)
-        return sent
+            targets = native.emit(values, self.anchor, stream)
+        else:
+            targets = self._collector.emit(values, self.anchor, stream)
+        if self._count:
+            sent = self.sent
+            for t in targets:
+                sent[t] = sent.get(t, 0) + 1
+        return targets
 
     def emit_direct(self, task_id: SupportsIndex, values: Sequence[Any],
                     stream: str = "default") -> None:
-        """Emit ``values`` to ``task_id`` on a direct stream, anchored to the input tuple."""
+        """Emit ``values`` to ``task_id`` on a direct stream, anchored to ``anchor``."""
         self._collector.emit_direct(task_id, values, self.anchor, stream)
+        if self._count:
+            t = index(task_id)
+            self.sent[t] = self.sent.get(t, 0) + 1
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the timeout of the trees ``tup`` belongs to."""
         self._collector.reset_timeout(tup)
 
     def report_error(self, exc: BaseException) -> None:
-        """Count and log ``exc`` as an error of this component."""
+        """Count and log ``exc`` as an error of this component (the batch goes on)."""
         self._collector.report_error(exc)

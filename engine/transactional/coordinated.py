@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.clock import now
+from engine.collector import BasicOutputCollector
 from engine.components import BasicBolt, Bolt
 from engine.config import TOPOLOGY_MAX_SPOUT_PENDING, TOPOLOGY_MESSAGE_TIMEOUT_SECS
 from engine.failure import FailReason
 from engine.transactional.attempt import TransactionAttempt
-from engine.transactional.collector import BatchOutputCollector
 from engine.transactional.committer import BatchBolt
 from engine.usercall import awaitable, fail_on_error, is_async
 
@@ -68,7 +68,7 @@ class _Batch:
     attempt: TransactionAttempt
     born: float
     bolt: Any = None
-    collector: BatchOutputCollector | None = None
+    collector: BasicOutputCollector | None = None
     received: int = 0
     expected: int = 0
     reports: int = 0
@@ -190,7 +190,7 @@ class CoordinatedBolt(Bolt):
             if batch.bolt is None:
                 await self._start(batch)
             assert batch.collector is not None
-            batch.collector.anchors = tup
+            batch.collector.anchor = tup
             if self._execute_async:
                 await batch.bolt.execute(tup)
             else:
@@ -202,7 +202,7 @@ class CoordinatedBolt(Bolt):
 
     async def _start(self, batch: _Batch) -> None:
         bolt = copy.copy(self._template)
-        batch.collector = BatchOutputCollector(self._out, None)
+        batch.collector = BasicOutputCollector(self._out, count=True)
         result = bolt.prepare(self._conf, self._context, batch.collector, batch.attempt)
         if self._prepare_async:
             await result
@@ -214,7 +214,7 @@ class CoordinatedBolt(Bolt):
             if batch.bolt is None:
                 await self._start(batch)
             assert batch.collector is not None
-            batch.collector.anchors = held
+            batch.collector.anchor = held
             result = batch.bolt.finish_batch()
             if self._finish_async:
                 await result

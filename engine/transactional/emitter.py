@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine.collector import BasicOutputCollector
 from engine.components import Bolt
-from engine.transactional.collector import BatchOutputCollector
 from engine.transactional.coordinated import COORD_FIELDS, COORD_STREAM
 from engine.transactional.partitioned import TRANSACTIONAL_ID
 from engine.transactional.spout import TransactionalSpout
@@ -62,7 +62,8 @@ class EmitterBolt(Bolt):
             if committed is not None and committed > self._committed:
                 await self._cleanup_before(committed)
                 self._committed = committed
-            batch = BatchOutputCollector(out, tup)
+            batch = BasicOutputCollector(out, count=True)
+            batch.anchor = tup
             await self._emit_batch(attempt, metadata, batch)
         except BaseException as exc:
             fail_on_error(out, exc, (tup,), failed_is_expected=True)
