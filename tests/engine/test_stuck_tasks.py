@@ -19,6 +19,7 @@ from engine.queue_watch import QueueWatch
 from engine.queues import BatchQueue
 from engine.spout_executor import SPOUT_ROUND
 from engine.testing import FeederSpout, VirtualTimePolicy, wait_until
+from engine.tuples import Fields, Source, Tuple
 
 
 @pytest.fixture
@@ -188,15 +189,15 @@ async def test_the_outbox_holds_a_small_batch_for_a_full_queue_and_sends_it_in_o
     full, free = BatchQueue(1), BatchQueue(1)
     full.put_nowait(["old"])
     outbox = Outbox([full, free], [0, 0, 1], [], QueueWatch([full, free]))
-    outbox.push(0, "a")  # type: ignore[arg-type]
-    outbox.push(2, "b")  # type: ignore[arg-type]
+    outbox.push(0, _tup("a"))
+    outbox.push(2, _tup("b"))
     await outbox.flush()  # returns at once: nothing waits on the full queue
-    assert free.get_nowait() == ["b"]
+    assert [t[0] for t in free.get_nowait()] == ["b"]
     assert outbox.buffered() == {0: 1}
-    outbox.push(1, "c")  # type: ignore[arg-type]
+    outbox.push(1, _tup("c"))
     assert full.get_nowait() == ["old"]
     await outbox.flush()
-    assert full.get_nowait() == ["a", "c"]
+    assert [t[0] for t in full.get_nowait()] == ["a", "c"]
     assert not outbox.holding()
 
 
@@ -223,9 +224,13 @@ async def test_a_large_batch_waits_for_room_unless_the_queue_is_stuck() -> None:
     assert not outbox.blocked
 
 
+def _tup(value: str) -> Tuple:
+    return Tuple([value], Source("s", 1, "default", Fields(["v"])), 1)
+
+
 def _push(outbox: Outbox, n: int) -> None:
     for _ in range(n):
-        outbox.push(0, "t")  # type: ignore[arg-type]
+        outbox.push(0, _tup("t"))
 
 
 async def _ignore(item: Any) -> None:
