@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import TopologyError
+from engine.observe.figures import topology_stats
 from engine.runtime import RunningTopology
 from engine.topology import Topology
 
@@ -120,7 +121,7 @@ class LocalCluster:
             raise TopologyError(f"topology {name!r}: not running; running: {sorted(self._running)}")
         try:
             await running.kill(wait_secs)
-            final = running.stats()
+            final = topology_stats(running)
         finally:
             self._running.pop(name, None)
         final["abandoned"] = abandoned = final["spout_pending"]
@@ -158,7 +159,7 @@ class LocalCluster:
         running = self._running.get(name)
         if running is None:
             raise TopologyError(f"topology {name!r}: not running; running: {sorted(self._running)}")
-        return running.stats()
+        return topology_stats(running)
 
     def finished(self, name: str) -> bool:
         """True when every spout task has an ``exhausted()`` that returns True and no tracked
@@ -169,6 +170,10 @@ class LocalCluster:
     def topologies(self) -> list[str]:
         """Names of the running topologies."""
         return sorted(self._running)
+
+    def runtimes(self) -> dict[str, RunningTopology]:
+        """The running topologies by name (a copy): what the HTTP views read."""
+        return dict(self._running)
 
     async def serve_http(self, host: str = "127.0.0.1", port: int = 0) -> HttpServer:
         """Serve metrics, the JSON API, health checks and the status page on ``host:port``

@@ -38,17 +38,16 @@ from engine.errors import TopologyError
 from engine.failure import FailReasons
 from engine.flow_control import FlowLimit, longest_hold
 from engine.log_throttle import ErrorThrottle, IntervalWarning
-from engine.observe.figures import topology_stats
 from engine.outbox import Outbox
 from engine.queue_watch import QueueWatch
 from engine.queues import BatchQueue
-from engine.routing import routes_for
+from engine.route_table import routes_for
 from engine.spout_collector import SpoutOutputCollector
 from engine.spout_executor import SpoutExecutor, SpoutTask
 from engine.stalls import StallMonitor
 from engine.stats import LatencyReservoir, TaskStats
 from engine.topology import ComponentDef, Topology
-from engine.usercall import invoke, is_user_error, method
+from engine.usercall import invoke, is_user_error, method, report_on_error
 from engine.watchdog import LoopWatchdog, watchdog_for
 from engine.wiring import ExecutorPlan, plan
 
@@ -320,15 +319,4 @@ class RunningTopology:
         try:
             await invoke(method(obj, name))
         except BaseException as exc:
-            if not is_user_error(exc):
-                raise
-            collector.report_error(exc)
-
-    # -- figures --------------------------------------------------------------------------
-
-    def stats(self) -> dict[str, Any]:
-        """Counters per component, pending trees, latencies, executor and queue figures:
-        plain JSON data (see ``engine.observe.figures``)."""
-        stats = topology_stats(self)
-        stats["stalled"] = self.stalls.stalled()
-        return stats
+            report_on_error(collector, exc)

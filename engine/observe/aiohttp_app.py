@@ -14,7 +14,7 @@ from aiohttp import web
 from engine.observe.routes import Routes
 
 if TYPE_CHECKING:
-    from engine.cluster import LocalCluster
+    from engine.observe.observer import Topologies
 
 __all__ = ["make_app"]
 
@@ -36,7 +36,7 @@ async def _sampler(app: web.Application) -> AsyncIterator[None]:
         await task
 
 
-def make_app(cluster: LocalCluster) -> web.Application:
+def make_app(cluster: Topologies) -> web.Application:
     """An ``aiohttp.web.Application`` serving ``cluster`` (every path of ``routes``)."""
     app = web.Application()
     app[ROUTES] = Routes(cluster)

@@ -115,6 +115,25 @@ def topology_stats(rt: RunningTopology) -> dict[str, Any]:
     ``execute_latency_ms`` and ``process_latency_ms`` over recent batches.
     """
     executors = _executors(rt)
+    return {
+        "name": rt.name,
+        "status": topology_status(rt),
+        "uptime_secs": round(rt.clock() - rt.started_at, 3) if rt.started_at else 0.0,
+        "pending": sum(len(a.ledger) for a in rt.ackers),
+        "spout_pending": rt.spout_pending(),
+        "message_timeout_secs": rt.conf.get(TOPOLOGY_MESSAGE_TIMEOUT_SECS),
+        "max_spout_pending": rt.conf.get(TOPOLOGY_MAX_SPOUT_PENDING),
+        "components": _components(rt, executors),
+        "complete_latency_ms": _latency(rt.latency),
+        "executors": executors,
+        "queues": {str(i): ex["queue"] for i, ex in enumerate(executors)},
+        "metrics": task_metrics(rt),
+        "stalled": rt.stalls.stalled(),
+    }
+
+
+def _components(rt: RunningTopology, executors: list[dict[str, Any]]) -> dict[str, Any]:
+    """``topology_stats``'s ``components``: task counters summed, executor figures added."""
     components: dict[str, dict[str, Any]] = {}
     kinds = {d.id: d.kind for d in rt.topology.components.values()}
     for cid, per_task in rt.task_stats.items():
@@ -145,20 +164,7 @@ def topology_stats(rt: RunningTopology) -> dict[str, Any]:
         acker["acked"] = sum(a.ledger.acked for a in rt.ackers)
         acker["failed"] = sum(a.ledger.failed for a in rt.ackers)
         acker["timed_out"] = sum(a.ledger.timed_out for a in rt.ackers)
-    return {
-        "name": rt.name,
-        "status": topology_status(rt),
-        "uptime_secs": round(rt.clock() - rt.started_at, 3) if rt.started_at else 0.0,
-        "pending": sum(len(a.ledger) for a in rt.ackers),
-        "spout_pending": rt.spout_pending(),
-        "message_timeout_secs": rt.conf.get(TOPOLOGY_MESSAGE_TIMEOUT_SECS),
-        "max_spout_pending": rt.conf.get(TOPOLOGY_MAX_SPOUT_PENDING),
-        "components": components,
-        "complete_latency_ms": _latency(rt.latency),
-        "executors": executors,
-        "queues": {str(i): ex["queue"] for i, ex in enumerate(executors)},
-        "metrics": task_metrics(rt),
-    }
+    return components
 
 
 def _limit_sum(total: int | None, limit: int | None) -> int | None:

@@ -25,6 +25,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from engine.observe.api import bolt_times
+from engine.observe.figures import topology_stats
 from engine.observe.reasons import fails_by_reason
 from engine.observe.windows import Delta
 from engine.stats import LATENCY_BUCKETS
@@ -187,7 +188,7 @@ def _component(f: _Families, stats: Mapping[str, Any], ten_minutes: Delta,
 
 def _topology(f: _Families, observer: Observer, name: str) -> None:
     rt = observer.runtime(name)
-    stats = rt.stats()
+    stats = topology_stats(rt)
     ten_minutes = observer.deltas(rt, stats, ("600",))["600"]
     f.uptime.add_metric([name], stats["uptime_secs"])
     f.trees.add_metric([name], stats["pending"])

@@ -26,7 +26,7 @@ from engine.observe.svg import render_svg
 from engine.observe.windows import parse_window
 
 if TYPE_CHECKING:
-    from engine.cluster import LocalCluster
+    from engine.observe.observer import Topologies
 
 __all__ = ["Response", "Routes"]
 
@@ -55,7 +55,7 @@ class Routes:
     """The endpoint of one ``LocalCluster``: its observer, its metrics registry and the
     route table. ``observer.run()`` should run beside it (the servers start it)."""
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: Topologies) -> None:
         self.observer = Observer(cluster)
         self.registry = registry_for(self.observer)
 

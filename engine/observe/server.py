@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from engine.observe.routes import Response, Routes
 
 if TYPE_CHECKING:
-    from engine.cluster import LocalCluster
+    from engine.observe.observer import Topologies
 
 __all__ = ["HttpServer", "serve"]
 
@@ -168,7 +168,7 @@ class HttpServer:
         await self._server.wait_closed()
 
 
-async def serve(cluster: LocalCluster, host: str = "127.0.0.1", port: int = 0) -> HttpServer:
+async def serve(cluster: Topologies, host: str = "127.0.0.1", port: int = 0) -> HttpServer:
     """Serve ``cluster``'s endpoint on ``host:port`` (0: a free port) in this event loop."""
     routes = Routes(cluster)
     open_writers: set[asyncio.StreamWriter] = set()

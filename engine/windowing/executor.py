@@ -29,16 +29,18 @@ import inspect
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from engine.anchoring import AnchoringCollector
 from engine.components import Bolt
 from engine.context import TopologyContext
+from engine.state.checkpoint import CHECKPOINT_STREAM
 from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
-from engine.usercall import awaitable
+from engine.usercall import awaitable, fail_on_error, report_on_error
 from engine.windowing.bolt import BaseWindowedBolt, TupleWindow
 from engine.windowing.manager import Activation, Expired, WindowManager
 from engine.windowing.policies import (
@@ -60,7 +62,6 @@ __all__ = ["LATE_TUPLE_FIELD", "DetachedTuple", "WindowedBoltExecutor", "build_m
 log = logging.getLogger("engine.windowing")
 
 LATE_TUPLE_FIELD = "late_tuple"
-CHECKPOINT_STREAM = "$checkpoint"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,32 +103,6 @@ def build_manager(spec: WindowSpec) -> WindowManager:
     return WindowManager(eviction, lambda m, e: trigger(n, m, e))
 
 
-class WindowedOutputCollector:
-    """The user's collector inside a windowed bolt: emits without anchors made during
-    ``execute(window)`` get the window's tuples as anchors (outside it they get none)."""
-
-    def __init__(self, delegate: Any) -> None:
-        self.delegate = delegate
-        self.anchors: list[Tuple] | None = None
-
-    def emit(self, values: Any, anchors: Tuple | Iterable[Tuple] | None = None,
-             stream: str = "default") -> list[int]:
-        """Emit ``values``, anchored to ``anchors`` or else to the current window's tuples."""
-        sent: list[int] = self.delegate.emit(
-            values, self.anchors if anchors is None else anchors, stream)
-        return sent
-
-    def emit_direct(self, task_id: int, values: Any,
-                    anchors: Tuple | Iterable[Tuple] | None = None,
-                    stream: str = "default") -> None:
-        """``emit`` to one task on a direct stream."""
-        self.delegate.emit_direct(task_id, values, self.anchors if anchors is None else anchors,
-                                  stream)
-
-    def __getattr__(self, name: str) -> Any:  # ack, fail, reset_timeout, report_error, ...
-        return getattr(self.delegate, name)
-
-
 class WindowedBoltExecutor(Bolt):
     """Runs one task of a ``BaseWindowedBolt``; see the module docstring for the contract."""
 
@@ -163,7 +138,9 @@ class WindowedBoltExecutor(Bolt):
         check_limits(self.name, spec, conf)
         self.bolt = copy.copy(self.inner)
         self.out = collector
-        self.collector = WindowedOutputCollector(collector)
+        # Emits without anchors made during ``execute(window)`` are anchored to the
+        # window's tuples (outside it, they get none).
+        self.collector = AnchoringCollector(collector)
         self._timers: list[asyncio.Task[None]] = []
         self._user_execute = awaitable(self.bolt, "execute")
         loop = asyncio.get_running_loop()
@@ -271,7 +248,7 @@ class WindowedBoltExecutor(Bolt):
         not raised); anchoring to the window ends with it."""
         try:
             yield
-        except Exception as exc:
+        except BaseException as exc:
             self._failed(act, exc)
         else:
             self.evaluated(act)
@@ -296,12 +273,10 @@ class WindowedBoltExecutor(Bolt):
         """``execute(window)`` returned for ``act`` (a hook for stateful windows)."""
 
     def _failed(self, act: Activation, exc: BaseException) -> None:
-        self.out.report_error(exc)
         failed = self._failed_ids
-        for tup in act.items:
-            if id(tup) not in failed:
-                failed.add(id(tup))
-                self.out.fail(tup)
+        fresh = [tup for tup in act.items if id(tup) not in failed]
+        fail_on_error(self.out, exc, fresh)
+        failed.update(id(tup) for tup in fresh)
 
     def _spawn(self, every_ms: int, tick: Callable[[], None]) -> None:
         self._timers.append(asyncio.get_running_loop().create_task(self._every(every_ms, tick)))
@@ -317,8 +292,8 @@ class WindowedBoltExecutor(Bolt):
                 due = self._loop_time() + every
             try:
                 await self._tick(tick)
-            except Exception as exc:
-                self.out.report_error(exc)
+            except BaseException as exc:
+                report_on_error(self.out, exc)
 
     async def _tick(self, tick: Callable[[], None]) -> None:
         raise NotImplementedError

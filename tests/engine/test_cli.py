@@ -70,7 +70,7 @@ def test_file_without_topology_is_one_line_exit_2(tmp_path: Path) -> None:
 def test_sigterm_drains_and_exits_0() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "engine", "run", "topologies/word_count.py",
-         "--conf", "wordcount.repeat=1000"],
+         "--conf", "wordcount.repeat=1000", "--status-interval", "0.2"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     try:

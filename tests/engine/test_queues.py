@@ -6,7 +6,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from engine.queues import BatchQueue
+from engine.testing import VirtualTimePolicy
+
+
+@pytest.fixture
+def event_loop_policy() -> VirtualTimePolicy:
+    return VirtualTimePolicy()
 
 
 def test_the_bound_counts_tuples() -> None:

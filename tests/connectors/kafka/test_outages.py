@@ -4,7 +4,6 @@ refused connection and for a blackhole; nothing is lost."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator
@@ -73,14 +72,26 @@ async def outage_run(link: FaultyLink, broker: TestingBroker, fault: str,
 
         await eventually(started, 30, "records flowing")
         getattr(link, fault)()
-        await asyncio.sleep(6)
+
+        def said(text: str) -> int:
+            return sum(text in r.getMessage() for r in caplog.records
+                       if r.name == "connectors.kafka")
+
+        async def both_warned() -> bool:  # the spout and the bolt
+            return said("Kafka broker unreachable") >= 2
+
+        await eventually(both_warned, 30, "the clients' outage warnings")
         link.heal()
 
         async def all_acked() -> bool:
             return cluster.stats("outage")["components"]["kafka"]["acked"] >= n
 
         await eventually(all_acked, 60, f"{n} records through after the outage")
-        await asyncio.sleep(1.5)  # one more watch round: the spout's fetches answered again
+
+        async def both_back() -> bool:
+            return said("reachable again") >= 2
+
+        await eventually(both_back, 30, "the clients' lines saying the broker is back")
         await cluster.kill_topology("outage", wait_secs=5)
     out = await read_all(bootstrap, sink)
     assert {r.value for r in out} == {b"v%d" % i for i in range(n)}  # nothing lost
