@@ -353,13 +353,14 @@ class KafkaSpout(Spout):
 
     def metrics(self) -> dict[str, Any]:
         """This task's figures: per partition ``committed``, ``high_watermark`` (from the
-        last fetch), ``lag`` and ``position``; failed-topic records written and write
-        retries; the dead-letter breaker and whether the task halted."""
+        last fetch), ``lag``, ``position`` and ``paused``; failed-topic records written and
+        write retries; the dead-letter breaker and whether the task halted."""
         if not hasattr(self, "_fetcher"):
             return {"partitions": [], "failed_topic_records": 0, "failed_topic_retries": 0,
                     "failed_topic_truncated": 0, "halted": None, "dead_letter": None,
                     "broker_unreachable_since": None}  # not opened (yet)
         consumer = self._consumer
+        paused = consumer.paused()
         partitions = []
         for part in list(self._fetcher.parts.values()):
             offsets = part.offsets
@@ -370,7 +371,7 @@ class KafkaSpout(Spout):
                 "topic": part.tp.topic, "partition": part.tp.partition,
                 "committed": offsets.committed, "high_watermark": high,
                 "lag": None if high is None else max(0, high - offsets.committed),
-                "position": offsets.fetch_position})
+                "position": offsets.fetch_position, "paused": part.tp in paused})
         breaker = self._breaker
         return {
             "partitions": partitions,

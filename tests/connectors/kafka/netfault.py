@@ -12,6 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from collections.abc import AsyncIterator
+
+from connectors.kafka.testing_broker import TestingBroker
 
 
 def free_port() -> int:
@@ -88,3 +91,20 @@ class FaultyLink:
             self._writers.discard(writer)
             with contextlib.suppress(Exception):
                 writer.transport.abort()
+
+
+@contextlib.asynccontextmanager
+async def linked_broker() -> AsyncIterator[tuple[FaultyLink, TestingBroker]]:
+    """A test broker of its own, reached only through a ``FaultyLink`` it advertises."""
+    port = free_port()
+    broker = TestingBroker(advertised_port=port)
+    link = FaultyLink(port, 0)
+    broker.start()
+    assert broker.port is not None
+    link.target = broker.port
+    await link.start()
+    try:
+        yield link, broker
+    finally:
+        await link.stop()
+        broker.stop()

@@ -23,27 +23,16 @@ from tests.connectors.kafka.helpers import (
     read_all,
     unique,
 )
-from tests.connectors.kafka.netfault import FaultyLink, free_port
+from tests.connectors.kafka.netfault import FaultyLink, linked_broker
 
 # Short client timeouts so that a blackholed request is given up on within seconds.
 CLIENT = {"request_timeout_ms": 3000, "retry_backoff_ms": 100, "metadata_max_age_ms": 5000}
 
 
-
 @pytest.fixture
 async def link() -> AsyncIterator[tuple[FaultyLink, TestingBroker]]:
-    port = free_port()
-    broker = TestingBroker(advertised_port=port)
-    link = FaultyLink(port, 0)
-    broker.start()
-    assert broker.port is not None
-    link.target = broker.port
-    await link.start()
-    try:
-        yield link, broker
-    finally:
-        await link.stop()
-        broker.stop()
+    async with linked_broker() as pair:
+        yield pair
 
 
 async def outage_run(link: FaultyLink, broker: TestingBroker, fault: str,
