@@ -28,7 +28,7 @@ from connectors.kafka import client_options
 from connectors.kafka.batch_send import BatchSender
 from connectors.kafka.codec import check_value_format, encode_key, encode_value
 from connectors.kafka.kafka_errors import describe, is_outage
-from connectors.kafka.outage import Outage, StallWatch
+from connectors.kafka.outage import Outage, StallWatch, servers_text
 from connectors.kafka.throttle import DEFAULT_INTERVAL_SECS, LogThrottle, throttle_aiokafka
 from engine import Bolt
 
@@ -71,7 +71,8 @@ class KafkaBolt(Bolt):
         self._collector = collector
         self._loop = asyncio.get_running_loop()
         self._component = context.component_id
-        self._outage = Outage(f"KafkaBolt {self._component!r} task {context.task_id}", log)
+        self._outage = Outage(f"KafkaBolt {self._component!r} task {context.task_id}", log,
+                              servers_text(self.bootstrap_servers))
         self._throttle = LogThrottle(self.log_throttle_secs)
         throttle_aiokafka(self.log_throttle_secs)
         self._sent = 0

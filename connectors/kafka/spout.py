@@ -32,7 +32,8 @@ The failure path (``docs/kafka.md``):
   given up: halted, it emits nothing, pauses every partition and commits nothing more,
   after one CRITICAL line; ``counters.halted`` and ``metrics()`` say why;
 - a broker outage or a stalled fetch (no answer for ``outage_after_secs``: a network
-  blackhole) is one WARNING, its end one INFO with its length (``outage.py``).
+  blackhole) is one WARNING, its end one INFO with its length (``outage.py``), also while
+  every partition is paused (a probe then asks the broker, ``broker_watch.py``).
 
 Records live in the task's memory between fetch and done (retries are replayed from there,
 not re-fetched); ``max_uncommitted_offsets`` per partition bounds that.
@@ -50,12 +51,13 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from connectors.kafka import client_options
 from connectors.kafka.breaker import DeadLetterBreaker, DeadLetterLimit
+from connectors.kafka.broker_watch import BrokerWatch
 from connectors.kafka.codec import Decoder
 from connectors.kafka.failed import FailedRecord, ReplayOrigin
 from connectors.kafka.failed_writer import FailedWriter
 from connectors.kafka.fetcher import Fetcher, MsgId, Partition, Pending
 from connectors.kafka.kafka_errors import describe, is_outage
-from connectors.kafka.outage import Outage, StallWatch
+from connectors.kafka.outage import Outage, servers_text
 from connectors.kafka.retry import Backoff, RetryQueue
 from connectors.kafka.spout_options import (
     DEFAULT_FAILED_MAX_BYTES,
@@ -143,7 +145,7 @@ class KafkaSpout(Spout):
         self._component = context.component_id
         self._loop = asyncio.get_running_loop()
         who = f"KafkaSpout {self._component!r} task {context.task_id}"
-        self._outage = Outage(who, log)
+        self._outage = Outage(who, log, servers_text(self.bootstrap_servers))
         self._throttle = LogThrottle(self.log_throttle_secs)
         throttle_aiokafka(self.log_throttle_secs)
         limit = self.dead_letter_limit
@@ -331,25 +333,20 @@ class KafkaSpout(Spout):
             self._collector.report_error(exc)
 
     async def _watch(self) -> None:
-        """Every second: report fetches that stopped being answered (an outage or a
-        blackhole) and their return; move the breaker's window."""
-        consumer, stall = self._consumer, StallWatch()
-        while True:
-            await asyncio.sleep(_WATCH_SECS)
-            now = self._loop.time()
-            if self._breaker is not None:
-                self._breaker.tick(now)
-            try:
-                fetching = consumer.assignment() - consumer.paused()
-                marker = tuple(sorted((tp, consumer.last_poll_timestamp(tp))
-                                      for tp in fetching))
-            except AssertionError:
-                continue  # a rebalance ran between the two calls: look again next time
-            still = stall.check(marker, bool(fetching) and self._halted is None, now)
-            if still >= self.outage_after_secs:
-                self._outage.down(now - still, f"no fetch answered for {still:.0f} s")
-            elif still == 0.0 and fetching:
-                self._outage.up(now)
+        """Every second: look for an outage (``broker_watch.py``: fetches that stopped
+        being answered, or a probe's answer while every partition is paused) and its
+        end; move the breaker's window."""
+        watch = BrokerWatch(self._consumer, self._outage, self.outage_after_secs,
+                            probe_every=max(_WATCH_SECS, self.outage_after_secs / 3))
+        try:
+            while True:
+                await asyncio.sleep(_WATCH_SECS)
+                now = self._loop.time()
+                if self._breaker is not None:
+                    self._breaker.tick(now)
+                watch.look(now, self._halted is not None)
+        finally:
+            await watch.close()
 
     def metrics(self) -> dict[str, Any]:
         """This task's figures: per partition ``committed``, ``high_watermark`` (from the
