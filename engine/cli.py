@@ -130,7 +130,7 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> No
     name = args.name
     async with LocalCluster() as cluster, contextlib.AsyncExitStack() as http:
         if args.http is not None:
-            server = await cluster.serve_http(*args.http)
+            server = await cluster.serve_http(*args.http, show_errors=args.http_show_errors)
             http.push_async_callback(server.close)
             print(f"http: serving {server.url} (metrics at {server.url}metrics)",
                   file=sys.stderr, flush=True)
@@ -209,6 +209,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--http", type=_http_address, default=None, metavar="[HOST:]PORT",
                      help="serve /metrics, the JSON API and the status page (default host "
                           "127.0.0.1; port 0 picks a free one)")
+    run.add_argument("--http-show-errors", action="store_true",
+                     help="serve the text and traceback of components' errors over --http "
+                          "(default: their exception type only; the texts may hold secrets)")
     run.add_argument("--log-level", action="append", default=[], metavar="[NAME=]LEVEL",
                      help="logging level (default INFO); NAME=LEVEL sets one logger's, e.g. "
                           "aiokafka=INFO (aiokafka is at WARNING unless named)")

@@ -26,10 +26,15 @@ SAMPLE_EVERY_SECS = 5.0
 
 
 class Observer:
-    """Reads a ``LocalCluster``'s running topologies; one per HTTP app."""
+    """Reads a ``LocalCluster``'s running topologies; one per HTTP app.
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    Errors are shown by exception type only unless ``show_errors``: their texts and
+    tracebacks may carry what the served port must not (a password in a message).
+    """
+
+    def __init__(self, cluster: LocalCluster, show_errors: bool = False) -> None:
         self.cluster = cluster
+        self.show_errors = show_errors
         self._rings: dict[str, tuple[RunningTopology, WindowRings]] = {}
 
     def runtimes(self) -> dict[str, RunningTopology]:
@@ -84,7 +89,8 @@ class Observer:
         """``/api/v1/topology/{name}``."""
         rt = self.runtime(name)
         stats = rt.stats()
-        errors = {cid: component_errors(rt, cid) for cid in rt.topology.components}
+        errors = {cid: component_errors(rt, cid, self.show_errors)
+                  for cid in rt.topology.components}
         return topology_json(stats, window, self.deltas(rt, stats), errors)
 
     def component(self, name: str, cid: str, window: str) -> dict[str, Any]:
@@ -95,7 +101,7 @@ class Observer:
                                 f"components: {sorted(rt.topology.components)}")
         stats = rt.stats()
         return component_json(stats, cid, window, self.deltas(rt, stats)[window],
-                              component_errors(rt, cid), time.time())
+                              component_errors(rt, cid, self.show_errors), time.time())
 
     def readiness(self) -> str | None:
         """``None`` when every topology is active with its spouts opened, else why not."""
