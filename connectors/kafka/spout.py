@@ -52,6 +52,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from connectors.kafka import client_options
 from connectors.kafka.breaker import DeadLetterBreaker, DeadLetterLimit
 from connectors.kafka.broker_watch import BrokerWatch
+from connectors.kafka.client_stop import CLOSE_FLOOR_SECS, close_deadline, stop_by
 from connectors.kafka.codec import Decoder
 from connectors.kafka.failed import FailedRecord, ReplayOrigin
 from connectors.kafka.failed_writer import FailedWriter
@@ -141,6 +142,7 @@ class KafkaSpout(Spout):
     async def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         """Connect, join the group and start the fetch, failed-topic and watch loops."""
         self._collector = collector
+        self._context = context
         self._topology = getattr(context, "topology_name", None) or conf.get("topology.name")
         self._component = context.component_id
         self._loop = asyncio.get_running_loop()
@@ -383,26 +385,38 @@ class KafkaSpout(Spout):
         }
 
     async def close(self) -> None:
-        """Stop fetching, let failed-topic writes land, commit what is done, leave the group."""
+        """Stop fetching, let failed-topic writes land, commit what is done, leave the group:
+        all by the stop's deadline (``context.stop_deadline``: the drain's end, at least
+        2 s after it; ``client_stop``). What is not done by then is given up with one
+        WARNING: records done since the last commit are read again, and the group drops
+        the member after its session timeout."""
         if not hasattr(self, "_fetcher"):
             return  # never opened
+        deadline = close_deadline(self._context, self._loop.time())
         tasks = self._tasks
         if tasks:
             await _cancel(tasks[0])
         if self._writer is not None:
-            await self._writer.wait_idle(10.0)
+            await self._writer.wait_idle(min(10.0, max(0.0, deadline - self._loop.time())))
         for task in tasks[1:]:
             await _cancel(task)
         self._tasks = []
-        await self._fetcher.commit()
-        await self._stop_clients()
+        try:
+            async with asyncio.timeout_at(deadline):
+                await self._fetcher.commit()
+        except TimeoutError:
+            log.warning("%s: the final commit was not answered by the stop's deadline; "
+                        "records done since the last commit will be read again",
+                        self._component)
+        await self._stop_clients(deadline)
 
-    async def _stop_clients(self) -> None:
-        with contextlib.suppress(Exception):
-            await self._consumer.stop()
+    async def _stop_clients(self, deadline: float | None = None) -> None:
+        if deadline is None:
+            deadline = self._loop.time() + CLOSE_FLOOR_SECS
+        who = f"KafkaSpout {self._component!r}"
+        await stop_by(self._consumer, deadline, who)
         if self._producer is not None:
-            with contextlib.suppress(Exception):
-                await self._producer.stop()
+            await stop_by(self._producer, deadline, who)
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

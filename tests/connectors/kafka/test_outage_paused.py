@@ -14,8 +14,8 @@ import pytest
 from connectors.kafka import KafkaBolt, KafkaSpout
 from connectors.kafka.testing_broker import TestingBroker
 from engine import Bolt, Config, LocalCluster, TopologyBuilder
-from tests.connectors.kafka.helpers import FAST_GROUP, eventually, produce, read_all, unique
-from tests.connectors.kafka.netfault import linked_broker
+from tests.connectors.kafka.helpers import FAST_GROUP, eventually, read_all
+from tests.connectors.kafka.netfault import linked_broker, split_topics
 
 CLIENT = {"request_timeout_ms": 3000, "retry_backoff_ms": 100, "metadata_max_age_ms": 5000}
 
@@ -54,12 +54,9 @@ async def test_a_source_outage_with_every_partition_paused_is_reported(
         kafka_broker: TestingBroker, fault: str, caplog: Any) -> None:
     caplog.set_level(logging.INFO)
     async with linked_broker() as (link, source_broker):
-        source_bootstrap = f"127.0.0.1:{link.port}"
-        source, sink, group = unique("in"), unique("out"), unique("g")
-        await source_broker.create_topic(source, 2)
-        await kafka_broker.create_topic(sink, 1)
         n = 200
-        await produce(source_bootstrap, source, [(b"k%d" % i, b"v%d" % i) for i in range(n)])
+        source_bootstrap, source, sink, group = await split_topics(link, source_broker,
+                                                                   kafka_broker, n)
         opened = asyncio.Event()
         builder = TopologyBuilder()
         builder.set_spout("kafka", KafkaSpout(
