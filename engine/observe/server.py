@@ -14,7 +14,7 @@ hold the endpoint (or ``/healthz``) up:
   one more is answered 503 and closed at once;
 - the listening socket queues ``BACKLOG`` connections not yet accepted, so a burst of
   connections waits in the kernel instead of being dropped (a dropped SYN costs the client
-  a 1 s retransmit).
+  a 1 s retransmit), and every waiting connection is accepted at once (``listener``).
 
 Lines for an operator (on ``engine.observe.server``, one per minute per kind): the
 connection limit reached, and clients dropped for a slow request head.
@@ -30,6 +30,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from engine.log_throttle import IntervalWarning
 from engine.observe.http_request import BadRequest, Request, read_request
+from engine.observe.listener import Listener
 from engine.observe.routes import Response, Routes
 
 if TYPE_CHECKING:
@@ -96,9 +97,19 @@ class _Connections:
         self.max_connections = max_connections
         self.open: set[asyncio.StreamWriter] = set()
         self._warnings = IntervalWarning(log, 60.0)
+        self._closed = False
+
+    def close(self) -> None:
+        """Close every open connection, and any connection handed over from now on."""
+        self._closed = True
+        for writer in list(self.open):
+            writer.close()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Serve requests on one connection until it closes, fails or times out."""
+        if self._closed:
+            writer.close()
+            return
         if len(self.open) >= self.max_connections:
             self._warnings.warn("HTTP endpoint", "%d connections open, the limit; new ones "
                                 "are answered 503 (raise max_connections, or look for "
@@ -158,11 +169,11 @@ async def _send(writer: asyncio.StreamWriter, data: bytes) -> None:
 class HttpServer:
     """A running endpoint: ``host``, ``port`` (the bound one) and ``await close()``."""
 
-    def __init__(self, server: asyncio.Server, sampler: asyncio.Task[None],
-                 open_writers: set[asyncio.StreamWriter], host: str, port: int) -> None:
-        self._server = server
+    def __init__(self, listener: Listener, sampler: asyncio.Task[None],
+                 connections: _Connections, host: str, port: int) -> None:
+        self._listener = listener
         self._sampler = sampler
-        self._open_writers = open_writers
+        self._connections = connections
         self.host = host
         self.port = port
 
@@ -174,13 +185,12 @@ class HttpServer:
 
     async def close(self) -> None:
         """Stop listening, close open connections and release the socket; idempotent."""
-        self._server.close()
-        for writer in list(self._open_writers):
-            writer.close()
+        self._listener.close()
+        self._connections.close()
         self._sampler.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._sampler
-        await self._server.wait_closed()
+        await self._listener.wait_closed()
 
 
 async def serve(cluster: LocalCluster, host: str = "127.0.0.1", port: int = 0, *,
@@ -195,8 +205,8 @@ async def serve(cluster: LocalCluster, host: str = "127.0.0.1", port: int = 0, *
         raise ValueError(f"serve_http: max_connections must be >= 1, got {max_connections}")
     routes = Routes(cluster, show_errors=show_errors)
     connections = _Connections(routes, max_connections)
-    server = await asyncio.start_server(connections.handle, host, port, backlog=BACKLOG)
+    listener = await Listener.bind(host, port, BACKLOG, connections.handle)
     sampler = asyncio.get_running_loop().create_task(routes.observer.run(),
                                                      name="stormloop-http-sampler")
-    bound = server.sockets[0].getsockname()
-    return HttpServer(server, sampler, connections.open, host, int(bound[1]))
+    bound = listener.sockets[0].getsockname()
+    return HttpServer(listener, sampler, connections, host, int(bound[1]))
