@@ -22,6 +22,8 @@ import asyncio
 import logging
 from typing import Any
 
+from connectors.kafka.kafka_errors import describe
+
 __all__ = ["CLOSE_FLOOR_SECS", "close_deadline", "stop_by"]
 
 log = logging.getLogger("connectors.kafka")
@@ -50,15 +52,30 @@ async def stop_by(client: Any, deadline: float, who: str) -> bool:
     own ``stop()`` finished in time, False if it was cut short (one WARNING says so)."""
     loop = asyncio.get_running_loop()
     stop = asyncio.ensure_future(client.stop())
-    await asyncio.wait({stop}, timeout=max(0.0, deadline - loop.time()))
+    try:
+        await asyncio.wait({stop}, timeout=max(0.0, deadline - loop.time()))
+    except asyncio.CancelledError:
+        stop.cancel()  # the close itself is cancelled: the stop goes with it
+        raise
     if stop.done() and not stop.cancelled() and stop.exception() is None:
         return True
-    if not stop.done():
+    if stop.done():  # it raised: aiokafka's own cancellation of a fetch in flight, say
+        what = "failed (" + ("CancelledError" if stop.cancelled()
+                             else describe(stop.exception() or Exception())) + ")"
+    else:
         stop.cancel()
-        what = "did not finish in time"
-    else:  # it raised: aiokafka's own cancellation of a fetch still in flight, say
-        what = "failed"
+        waits = ("leaving its consumer group" if hasattr(client, "_coordinator")
+                 else "flushing its records")
+        what = f"did not finish by the stop's deadline ({waits} waits for the broker's answer)"
     await _settle(stop)
+    await _end_the_rest(client)
+    log.warning("%s: stopping its Kafka %s %s; closed its connections without it", who,
+                type(client).__name__, what)
+    return False
+
+
+async def _end_the_rest(client: Any) -> None:
+    """End what a cut or failed ``stop()`` left: the group's tasks, then the parts."""
     coordinator = getattr(client, "_coordinator", None)
     if coordinator is not None:
         # Its heartbeat and rebalance tasks outlive a cut stop(), and so does a commit it
@@ -71,12 +88,6 @@ async def stop_by(client: Any, deadline: float, who: str) -> bool:
         part = getattr(client, name, None)
         if part is not None:
             await _settle(asyncio.ensure_future(_close(part)))
-    waits = ("leaving its consumer group" if hasattr(client, "_coordinator")
-             else "flushing its records")
-    log.warning("%s: stopping its Kafka %s %s by the stop's deadline (%s waits for the "
-                "broker's answer); closed its connections without it", who,
-                type(client).__name__, what, waits)
-    return False
 
 
 def _tasks_of(obj: Any) -> list[asyncio.Task[Any]]:
