@@ -96,7 +96,8 @@ class _Connections:
         self.routes = routes
         self.max_connections = max_connections
         self.open: set[asyncio.StreamWriter] = set()
-        self._warnings = IntervalWarning(log, 60.0)
+        self._full = IntervalWarning(log, 60.0)  # one line a minute per kind
+        self._slow = IntervalWarning(log, 60.0)
         self._closed = False
 
     def close(self) -> None:
@@ -111,9 +112,9 @@ class _Connections:
             writer.close()
             return
         if len(self.open) >= self.max_connections:
-            self._warnings.warn("HTTP endpoint", "%d connections open, the limit; new ones "
-                                "are answered 503 (raise max_connections, or look for "
-                                "clients holding connections)", len(self.open))
+            self._full.warn("HTTP endpoint", "%d connections open, the limit; new ones are "
+                            "answered 503 (raise max_connections, or look for clients "
+                            "holding connections)", len(self.open))
             writer.write(_encode(Response(503, _TEXT, b"503: too many connections"),
                                  keep_alive=False, head=False))
             writer.close()
@@ -154,9 +155,9 @@ class _Connections:
             return None
         except TimeoutError:
             if started:
-                self._warnings.warn("HTTP endpoint", "a request not whole %.0f s after its "
-                                    "first byte (from %s); connection closed", HEAD_TIMEOUT,
-                                    writer.get_extra_info("peername"))
+                self._slow.warn("HTTP endpoint", "a request not whole %.0f s after its "
+                                "first byte (from %s); connection closed", HEAD_TIMEOUT,
+                                writer.get_extra_info("peername"))
             return None
 
 

@@ -188,9 +188,9 @@ async def test_a_burst_of_700_connections_on_a_stalled_then_busy_loop_keeps_heal
     async with LocalCluster() as cluster:
         server = await cluster.serve_http()
         stop = asyncio.Event()
-        workers = [asyncio.ensure_future(busy(stop)) for _ in range(5)]
+        workers = [asyncio.ensure_future(busy(stop)) for _ in range(3)]
         try:
-            took = await burst(server.port, 700, stall=0.3)
+            took = await burst(server.port, 700, stall=0.2)
         finally:
             stop.set()
             await asyncio.gather(*workers)
