@@ -152,7 +152,7 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> in
     name = args.name
     async with LocalCluster() as cluster, contextlib.AsyncExitStack() as http:
         if args.http is not None:
-            server = await _serve_http(cluster, *args.http)
+            server = await _serve_http(cluster, *args.http, show_errors=args.http_show_errors)
             http.push_async_callback(server.close)
             print(f"http: serving {server.url} (metrics at {server.url}metrics)",
                   file=sys.stderr, flush=True)
@@ -197,10 +197,11 @@ def _stop_on_signals(loop: asyncio.AbstractEventLoop) -> asyncio.Event:
     return stop
 
 
-async def _serve_http(cluster: LocalCluster, host: str, port: int) -> HttpServer:
+async def _serve_http(cluster: LocalCluster, host: str, port: int, *,
+                      show_errors: bool = False) -> HttpServer:
     """``--http``'s server; a port that cannot be listened on is a ``UsageError``."""
     try:
-        return await cluster.serve_http(host, port)
+        return await cluster.serve_http(host, port, show_errors=show_errors)
     except OSError as exc:
         why = os.strerror(exc.errno) if exc.errno else str(exc)  # uvloop's text is long
         raise UsageError(f"--http {host}:{port}: cannot listen there ({why}); is another "
@@ -270,6 +271,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--http", type=_http_address, default=None, metavar="[HOST:]PORT",
                      help="serve /metrics, the JSON API and the status page (default host "
                           "127.0.0.1; port 0 picks a free one)")
+    run.add_argument("--http-show-errors", action="store_true",
+                     help="serve the text and traceback of components' errors over --http "
+                          "(default: their exception type only; the texts may hold secrets)")
     run.add_argument("--log-level", action="append", default=[], metavar="[NAME=]LEVEL",
                      help="logging level (default INFO); NAME=LEVEL sets one logger's, e.g. "
                           "aiokafka=INFO (aiokafka is at WARNING unless named)")

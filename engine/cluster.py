@@ -175,17 +175,23 @@ class LocalCluster:
         """The running topologies by name (a copy): what the HTTP views read."""
         return dict(self._running)
 
-    async def serve_http(self, host: str = "127.0.0.1", port: int = 0) -> HttpServer:
+    async def serve_http(self, host: str = "127.0.0.1", port: int = 0, *,
+                         show_errors: bool = False,
+                         max_connections: int | None = None) -> HttpServer:
         """Serve metrics, the JSON API, health checks and the status page on ``host:port``
         in this event loop (port 0 picks a free one: ``server.port``); ``await
-        server.close()`` stops it."""
-        from engine.observe.server import serve
+        server.close()`` stops it. Errors are served by exception type only unless
+        ``show_errors``; ``max_connections`` caps open connections (default 1000)."""
+        from engine.observe.server import MAX_CONNECTIONS, serve
 
-        return await serve(self, host, port)
+        return await serve(self, host, port, show_errors=show_errors,
+                           max_connections=MAX_CONNECTIONS if max_connections is None
+                           else max_connections)
 
-    def http_app(self) -> web.Application:
+    def http_app(self, *, show_errors: bool = False) -> web.Application:
         """The same endpoint as an ``aiohttp.web.Application``, to mount in your own (needs
-        aiohttp, which a service mounting it has; ``serve_http`` does not)."""
+        aiohttp, which a service mounting it has; ``serve_http`` does not); error texts
+        only with ``show_errors``."""
         try:
             from engine.observe.aiohttp_app import make_app
         except ModuleNotFoundError as exc:
@@ -194,4 +200,4 @@ class LocalCluster:
             raise ModuleNotFoundError("http_app() returns an aiohttp application and needs "
                                       "aiohttp: pip install 'stormloop[aiohttp]' (serve_http "
                                       "needs nothing more)", name="aiohttp") from None
-        return make_app(self)
+        return make_app(self, show_errors)

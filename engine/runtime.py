@@ -33,7 +33,7 @@ from engine.config import (
     TOPOLOGY_TICK_TUPLE_FREQ_SECS,
     validate_config,
 )
-from engine.context import TopologyContext
+from engine.context import StopTime, TopologyContext
 from engine.errors import TopologyError
 from engine.failure import FailReasons
 from engine.flow_control import FlowLimit, longest_hold
@@ -50,6 +50,11 @@ from engine.topology import ComponentDef, Topology
 from engine.usercall import invoke, is_user_error, method, report_on_error
 from engine.watchdog import LoopWatchdog, watchdog_for
 from engine.wiring import ExecutorPlan, plan
+
+CLOSE_GRACE_SECS = 2.0
+"""The least time a stop gives the closes, together, once the drain is over (even one
+that used all its time): enough for a Kafka spout's final commit and LeaveGroup on a
+broker that answers."""
 
 log = logging.getLogger("engine")
 
@@ -117,6 +122,7 @@ class RunningTopology:
         self._kill_lock = asyncio.Lock()
         self._killed = False
         self._input_ended = False  # bolts were told every spout is exhausted
+        self.stop_time = StopTime()  # shared by every task's context
         self._build()
 
     # -- building what the wiring says -------------------------------------------------
@@ -156,7 +162,8 @@ class RunningTopology:
 
     def _context(self, d: ComponentDef, task_id: int) -> TopologyContext:
         return TopologyContext(self.name, task_id, d.id, self.component_tasks,
-                               self.output_fields, self.sources, self.component_conf[d.id])
+                               self.output_fields, self.sources, self.component_conf[d.id],
+                               self.stop_time)
 
     def _build_executor(self, d: ComponentDef, e: ExecutorPlan) -> None:
         conf = self.component_conf[d.id]
@@ -301,6 +308,8 @@ class RunningTopology:
         deadline = self.clock() + wait_secs
         while self.spout_pending() and self.clock() < deadline:
             await asyncio.sleep(0.01)
+        # What close() and cleanup() bound their goodbyes by, together.
+        self.stop_time.deadline = max(deadline, self.clock() + CLOSE_GRACE_SECS)
         if self.watchdog is not None:
             _watchdogs.release(self.watchdog)
         for task in self._tasks:

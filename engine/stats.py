@@ -165,12 +165,19 @@ class RecentErrors:
     def __len__(self) -> int:
         return len(self._items)
 
-    def entries(self) -> list[dict[str, Any]]:
-        """Oldest first: ``time`` (epoch seconds), ``task``, ``error`` and ``traceback``."""
+    def entries(self, detail: bool = True) -> list[dict[str, Any]]:
+        """Oldest first: ``time`` (epoch seconds), ``task``, ``error`` and ``traceback``.
+
+        ``detail`` False leaves the exception's text out, for readers who may not see it:
+        ``error`` is its type alone and ``traceback`` None.
+        """
         out: list[dict[str, Any]] = []
         for at, task_id, exc in self._items:
+            name = type(exc).__name__
+            if not detail:
+                out.append({"time": at, "task": task_id, "error": name, "traceback": None})
+                continue
             frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-5)
-            out.append({"time": at, "task": task_id,
-                        "error": f"{type(exc).__name__}: {exc}",
+            out.append({"time": at, "task": task_id, "error": f"{name}: {exc}",
                         "traceback": "".join(frames).rstrip()})
         return out

@@ -185,9 +185,11 @@ class BatchSender:
             if not self._idle.is_set():
                 await self._idle.wait()
 
-    async def close(self) -> None:
-        """Flush, then stop the sending task."""
-        await self.flush()
+    async def close(self, flush: bool = True) -> None:
+        """Flush (unless told not to: records not handed over stay unsent and their tuples
+        time out), then stop the sending task."""
+        if flush:
+            await self.flush()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

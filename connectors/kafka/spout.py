@@ -32,7 +32,8 @@ The failure path (``docs/kafka.md``):
   given up: halted, it emits nothing, pauses every partition and commits nothing more,
   after one CRITICAL line; ``counters.halted`` and ``metrics()`` say why;
 - a broker outage or a stalled fetch (no answer for ``outage_after_secs``: a network
-  blackhole) is one WARNING, its end one INFO with its length (``outage.py``).
+  blackhole) is one WARNING, its end one INFO with its length (``outage.py``), also while
+  every partition is paused (a probe then asks the broker, ``broker_watch.py``).
 
 Records live in the task's memory between fetch and done (retries are replayed from there,
 not re-fetched); ``max_uncommitted_offsets`` per partition bounds that.
@@ -50,12 +51,14 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from connectors.kafka import client_options
 from connectors.kafka.breaker import DeadLetterBreaker, DeadLetterLimit
+from connectors.kafka.broker_watch import BrokerWatch
+from connectors.kafka.client_stop import CLOSE_FLOOR_SECS, close_deadline, stop_by
 from connectors.kafka.codec import Decoder
 from connectors.kafka.failed import FailedRecord, ReplayOrigin
 from connectors.kafka.failed_writer import FailedWriter
 from connectors.kafka.fetcher import Fetcher, MsgId, Partition, Pending
 from connectors.kafka.kafka_errors import describe, is_outage
-from connectors.kafka.outage import Outage, StallWatch
+from connectors.kafka.outage import Outage, servers_text
 from connectors.kafka.retry import RetryQueue
 from connectors.kafka.spout_options import (
     DEFAULT_FAILED_MAX_BYTES,
@@ -141,11 +144,12 @@ class KafkaSpout(Spout):
     async def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         """Connect, join the group and start the fetch, failed-topic and watch loops."""
         self._collector = collector
+        self._context = context
         self._topology = getattr(context, "topology_name", None) or conf.get("topology.name")
         self._component = context.component_id
         self._loop = asyncio.get_running_loop()
         who = f"KafkaSpout {self._component!r} task {context.task_id}"
-        self._outage = Outage(who, log)
+        self._outage = Outage(who, log, servers_text(self.bootstrap_servers))
         self._throttle = LogThrottle(self.log_throttle_secs)
         throttle_aiokafka(self.log_throttle_secs)
         limit = self.dead_letter_limit
@@ -333,35 +337,31 @@ class KafkaSpout(Spout):
             self._collector.report_error(exc)
 
     async def _watch(self) -> None:
-        """Every second: report fetches that stopped being answered (an outage or a
-        blackhole) and their return; move the breaker's window."""
-        consumer, stall = self._consumer, StallWatch()
-        while True:
-            await asyncio.sleep(_WATCH_SECS)
-            now = self._loop.time()
-            if self._breaker is not None:
-                self._breaker.tick(now)
-            try:
-                fetching = consumer.assignment() - consumer.paused()
-                marker = tuple(sorted((tp, consumer.last_poll_timestamp(tp))
-                                      for tp in fetching))
-            except AssertionError:
-                continue  # a rebalance ran between the two calls: look again next time
-            still = stall.check(marker, bool(fetching) and self._halted is None, now)
-            if still >= self.outage_after_secs:
-                self._outage.down(now - still, f"no fetch answered for {still:.0f} s")
-            elif still == 0.0 and fetching:
-                self._outage.up(now)
+        """Every second: look for an outage (``broker_watch.py``: fetches that stopped
+        being answered, or a probe's answer while every partition is paused) and its
+        end; move the breaker's window."""
+        watch = BrokerWatch(self._consumer, self._outage, self.outage_after_secs,
+                            probe_every=max(_WATCH_SECS, self.outage_after_secs / 3))
+        try:
+            while True:
+                await asyncio.sleep(_WATCH_SECS)
+                now = self._loop.time()
+                if self._breaker is not None:
+                    self._breaker.tick(now)
+                watch.look(now, self._halted is not None)
+        finally:
+            await watch.close()
 
     def metrics(self) -> dict[str, Any]:
         """This task's figures: per partition ``committed``, ``high_watermark`` (from the
-        last fetch), ``lag`` and ``position``; failed-topic records written and write
-        retries; the dead-letter breaker and whether the task halted."""
+        last fetch), ``lag``, ``position`` and ``paused``; failed-topic records written and
+        write retries; the dead-letter breaker and whether the task halted."""
         if not hasattr(self, "_fetcher"):
             return {"partitions": [], "failed_topic_records": 0, "failed_topic_retries": 0,
                     "failed_topic_truncated": 0, "halted": None, "dead_letter": None,
                     "broker_unreachable_since": None}  # not opened (yet)
         consumer = self._consumer
+        paused = consumer.paused()
         partitions = []
         for part in list(self._fetcher.parts.values()):
             offsets = part.offsets
@@ -372,7 +372,7 @@ class KafkaSpout(Spout):
                 "topic": part.tp.topic, "partition": part.tp.partition,
                 "committed": offsets.committed, "high_watermark": high,
                 "lag": None if high is None else max(0, high - offsets.committed),
-                "position": offsets.fetch_position})
+                "position": offsets.fetch_position, "paused": part.tp in paused})
         breaker = self._breaker
         return {
             "partitions": partitions,
@@ -387,26 +387,38 @@ class KafkaSpout(Spout):
         }
 
     async def close(self) -> None:
-        """Stop fetching, let failed-topic writes land, commit what is done, leave the group."""
+        """Stop fetching, let failed-topic writes land, commit what is done, leave the group:
+        all by the stop's deadline (``context.stop_deadline``: the drain's end, at least
+        2 s after it; ``client_stop``). What is not done by then is given up with one
+        WARNING: records done since the last commit are read again, and the group drops
+        the member after its session timeout."""
         if not hasattr(self, "_fetcher"):
             return  # never opened
+        deadline = close_deadline(self._context, self._loop.time())
         tasks = self._tasks
         if tasks:
             await _cancel(tasks[0])
         if self._writer is not None:
-            await self._writer.wait_idle(10.0)
+            await self._writer.wait_idle(min(10.0, max(0.0, deadline - self._loop.time())))
         for task in tasks[1:]:
             await _cancel(task)
         self._tasks = []
-        await self._fetcher.commit()
-        await self._stop_clients()
+        try:
+            async with asyncio.timeout_at(deadline):
+                await self._fetcher.commit()
+        except TimeoutError:
+            log.warning("%s: the final commit was not answered by the stop's deadline; "
+                        "records done since the last commit will be read again",
+                        self._component)
+        await self._stop_clients(deadline)
 
-    async def _stop_clients(self) -> None:
-        with contextlib.suppress(Exception):
-            await self._consumer.stop()
+    async def _stop_clients(self, deadline: float | None = None) -> None:
+        if deadline is None:
+            deadline = self._loop.time() + CLOSE_FLOOR_SECS
+        who = f"KafkaSpout {self._component!r}"
+        await stop_by(self._consumer, deadline, who)
         if self._producer is not None:
-            with contextlib.suppress(Exception):
-                await self._producer.stop()
+            await stop_by(self._producer, deadline, who)
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

@@ -217,16 +217,18 @@ def _log_metrics_failure(rt: RunningTopology, cid: str, task_id: int, exc: Excep
                     "figures: %s: %s", topology, cid, task_id, type(exc).__name__, exc)
 
 
-def component_errors(rt: RunningTopology, component: str) -> list[dict[str, Any]]:
-    """The component's recent errors over all its tasks, newest first."""
+def component_errors(rt: RunningTopology, component: str,
+                     detail: bool = True) -> list[dict[str, Any]]:
+    """The component's recent errors over all its tasks, newest first (``detail`` False:
+    exception types only, see ``RecentErrors.entries``)."""
     entries: list[dict[str, Any]] = []
     for sex in rt.spout_executors:
         if sex.component == component:
             for st in sex.tasks:
-                entries.extend(st.collector.recent_errors.entries())
+                entries.extend(st.collector.recent_errors.entries(detail))
     for bex in rt.bolt_executors:
         if bex.component == component:
             for bt in bex.tasks:
-                entries.extend(bt.collector.recent_errors.entries())
+                entries.extend(bt.collector.recent_errors.entries(detail))
     entries.sort(key=lambda e: e["time"], reverse=True)
     return entries

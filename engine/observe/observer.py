@@ -33,10 +33,15 @@ class Topologies(Protocol):
 
 
 class Observer:
-    """Reads a cluster's running topologies; one per HTTP app."""
+    """Reads a cluster's running topologies; one per HTTP app.
 
-    def __init__(self, cluster: Topologies) -> None:
+    Errors are shown by exception type only unless ``show_errors``: their texts and
+    tracebacks may carry what the served port must not (a password in a message).
+    """
+
+    def __init__(self, cluster: Topologies, show_errors: bool = False) -> None:
         self.cluster = cluster
+        self.show_errors = show_errors
         self._rings: dict[str, tuple[RunningTopology, WindowRings]] = {}
 
     def runtimes(self) -> dict[str, RunningTopology]:
@@ -92,7 +97,8 @@ class Observer:
         """``/api/v1/topology/{name}``."""
         rt = self.runtime(name)
         stats = topology_stats(rt)
-        errors = {cid: component_errors(rt, cid) for cid in rt.topology.components}
+        errors = {cid: component_errors(rt, cid, self.show_errors)
+                  for cid in rt.topology.components}
         return topology_json(stats, window, self.deltas(rt, stats, (*WINDOWS, RATE_WINDOW)),
                              errors)
 
@@ -105,7 +111,7 @@ class Observer:
         stats = topology_stats(rt)
         deltas = self.deltas(rt, stats, (window, RATE_WINDOW))
         return component_json(stats, cid, window, deltas,
-                              component_errors(rt, cid), time.time())
+                              component_errors(rt, cid, self.show_errors), time.time())
 
     def readiness(self) -> str | None:
         """``None`` when every topology is active with its spouts opened, else why not."""

@@ -53,10 +53,14 @@ def _text(text: str, status: int = 200, content_type: str = _TEXT) -> Response:
 
 class Routes:
     """The endpoint of one ``LocalCluster``: its observer, its metrics registry and the
-    route table. ``observer.run()`` should run beside it (the servers start it)."""
+    route table. ``observer.run()`` should run beside it (the servers start it).
 
-    def __init__(self, cluster: Topologies) -> None:
-        self.observer = Observer(cluster)
+    Components' errors are served as their exception type alone (``lastError``,
+    ``errors``, ``componentErrors``, with ``traceback`` null) unless ``show_errors``.
+    """
+
+    def __init__(self, cluster: Topologies, show_errors: bool = False) -> None:
+        self.observer = Observer(cluster, show_errors)
         self.registry = registry_for(self.observer)
 
     def respond(self, segments: list[str], query: Mapping[str, str]) -> Response:
