@@ -12,6 +12,10 @@ from ``buffer`` and never awaits. Bounds:
 Rebalance (storm-kafka-client semantics): on revoke, commit what is done, then forget the
 partitions' records, buffered tuples and retries (late acks for them are ignored); on
 assign, resume at the committed offset. Nothing here relies on ``end_offsets``.
+
+Commits (``commits.py`` says when) run one at a time, each reading the offsets only once
+the one before it has landed: a periodic commit, a revoke's and the last one at close can
+never land out of order, so a partition's committed offset only moves forward.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 
 from connectors.kafka.codec import DecodeError
+from connectors.kafka.commits import CommitSchedule
 from connectors.kafka.offsets import PartitionOffsets
 from engine.clock import now
 
@@ -78,7 +83,7 @@ class Fetcher:
                  on_undecodable: Callable[[Partition, Pending, str], None],
                  before_revoke: Callable[[list[Partition]], Awaitable[None]], *,
                  max_uncommitted: int, max_buffer: int, commit_interval: float,
-                 fetch_max_records: int = 500) -> None:
+                 commit_every: int | None = None, fetch_max_records: int = 500) -> None:
         self.consumer = consumer
         self._decode = decode
         # A Decoder decodes a whole fetched batch in one call; any other callable per record.
@@ -88,7 +93,8 @@ class Fetcher:
         self._before_revoke = before_revoke
         self.max_uncommitted = max_uncommitted
         self.max_buffer = max_buffer
-        self._commit_interval = commit_interval
+        self._schedule = CommitSchedule(commit_interval, commit_every, now())
+        self._commit_lock = asyncio.Lock()
         self._fetch_max_records = fetch_max_records
         self.parts: dict[TopicPartition, Partition] = {}
         self.buffer: deque[tuple[Partition, Pending]] = deque()
@@ -150,14 +156,15 @@ class Fetcher:
             self.wake.set()
 
     async def run(self, on_error: Callable[[BaseException], None]) -> None:
-        """Fetch and periodically commit until cancelled; errors are reported, not fatal."""
-        next_commit = now() + self._commit_interval
+        """Fetch, and commit when the schedule says, until cancelled; errors are reported,
+        not fatal."""
+        schedule = self._schedule
         while True:
             try:
                 await self._step()
-                if now() >= next_commit:
-                    next_commit = now() + self._commit_interval
-                    await self.commit()
+                if schedule.due(now(), self.ready()):
+                    landed = await self.commit()
+                    (schedule.failed if landed is False else schedule.committed)(now())
             except Exception as exc:
                 # Broker trouble (KafkaError) is usually transient; anything else is a bug
                 # worth seeing. Either way report it and keep the partitions' state.
@@ -258,28 +265,38 @@ class Fetcher:
             self.consumer.resume(*to_resume)
         return len(assigned) - len(want), len(want)
 
-    async def commit(self, parts: Iterable[Partition] | None = None) -> None:
+    def ready(self) -> int:
+        """Offsets committable and not yet committed, summed over the partitions."""
+        return sum(p.offsets.committable - p.offsets.committed
+                   for p in self.parts.values() if p.offsets is not None)
+
+    async def commit(self, parts: Iterable[Partition] | None = None) -> bool | None:
         """Commit each partition's first not-done offset (Kafka's "last processed + 1");
-        nothing once halted."""
-        if self.halted:
-            return
-        chosen = list(self.parts.values() if parts is None else parts)
-        offsets = {p.tp: p.offsets.committable for p in chosen
-                   if p.offsets is not None and p.offsets.needs_commit()}
-        if not offsets:
-            return
-        try:
-            await self.consumer.commit(offsets)
-        except KafkaError as exc:
-            if self.on_commit_error is not None:
-                self.on_commit_error(exc)
-            else:
-                log.warning("commit of %s failed: %s: %s", offsets, type(exc).__name__, exc)
-            return
-        for p in chosen:
-            if p.tp in offsets:
-                assert p.offsets is not None
-                p.offsets.mark_committed(offsets[p.tp])
+        nothing once halted. True when it landed, False when it failed, None when there
+        was nothing to commit. One commit at a time, its offsets read once the previous
+        one has landed: commits land in order, committed offsets never go back."""
+        async with self._commit_lock:
+            if self.halted:
+                return None
+            chosen = list(self.parts.values() if parts is None else parts)
+            offsets = {p.tp: p.offsets.committable for p in chosen
+                       if p.offsets is not None and p.offsets.needs_commit()}
+            if not offsets:
+                return None
+            try:
+                await self.consumer.commit(offsets)
+            except KafkaError as exc:
+                if self.on_commit_error is not None:
+                    self.on_commit_error(exc)
+                else:
+                    log.warning("commit of %s failed: %s: %s", offsets, type(exc).__name__,
+                                exc)
+                return False
+            for p in chosen:
+                if p.tp in offsets:
+                    assert p.offsets is not None
+                    p.offsets.mark_committed(offsets[p.tp])
+            return True
 
     async def revoke(self, tps: Iterable[TopicPartition]) -> None:
         """Commit what is done on ``tps``, then forget their records, buffer and retries."""

@@ -10,9 +10,10 @@ Guarantees, per record of an assigned partition:
   after an exponential backoff, at most ``max_retries`` times;
 - then, or at once if it cannot be decoded, one failed-record JSON (``failed.py``) is written
   to ``failed_topic``, and only once the broker confirmed it does the offset count as done;
-- a partition's committed offset never passes a record that is not done, so a crash or a
-  rebalance re-reads (and re-emits) only records not yet done: at least once, with
-  duplicates bounded by what was in flight;
+- a partition's committed offset never passes a record that is not done, and only moves
+  forward, so a rebalance re-reads (and re-emits) only records not yet done, a crash also
+  those done since the last commit: at least once, with duplicates bounded by what was in
+  flight and by how often the spout commits (``commits.py``);
 - an offset already committed is never emitted again by this task.
 
 Without ``failed_topic``, a given-up record is logged, counted in ``counters.dropped`` and
@@ -82,11 +83,13 @@ class KafkaSpout(Spout):
     ``fields`` are taken from the record: any of ``topic``, ``partition``, ``offset``,
     ``key``, ``value``, ``timestamp``, ``headers``. Keywords beyond Storm's spout:
     ``max_uncommitted_offsets`` (per partition, pause above it), ``commit_interval_secs``
-    (periodic commit), ``buffer_size`` (records fetched ahead), ``dead_letter_limit`` (a
-    ``DeadLetterLimit``; off by default), ``failed_max_bytes`` (largest failed record, by
-    default the producer's ``max_request_size`` less 1 KiB), ``log_throttle_secs`` and
-    ``outage_after_secs``. Everything else is passed to ``AIOKafkaConsumer`` (SASL/SSL
-    included, see ``client_options``) and overrides the spout's defaults.
+    (periodic commit; the spout also commits once ``topology.max.spout.pending`` offsets
+    are ready, see ``commits.py``), ``buffer_size`` (records fetched ahead),
+    ``dead_letter_limit`` (a ``DeadLetterLimit``; off by default), ``failed_max_bytes``
+    (largest failed record, by default the producer's ``max_request_size`` less 1 KiB),
+    ``log_throttle_secs`` and ``outage_after_secs``. Everything else is passed to
+    ``AIOKafkaConsumer`` (SASL/SSL included, see ``client_options``) and overrides the
+    spout's defaults.
     """
 
     shared_across_processes = True
@@ -161,7 +164,8 @@ class KafkaSpout(Spout):
         self._fetcher = Fetcher(
             self._consumer, self.decoder, self._undecodable, self._before_revoke,
             max_uncommitted=self.max_uncommitted_offsets, max_buffer=self.buffer_size,
-            commit_interval=self.commit_interval_secs)
+            commit_interval=self.commit_interval_secs,
+            commit_every=max_pending or self.max_uncommitted_offsets)
         self._fetcher.on_commit_error = self._report
         try:
             await self._start_clients()
