@@ -38,6 +38,8 @@ from engine.clock import now
 __all__ = ["Fetcher", "Partition", "Pending"]
 
 log = logging.getLogger("connectors.kafka")
+commit_log = logging.getLogger("connectors.kafka.commits")
+"""Every commit that landed, at DEBUG (off unless that logger is set to DEBUG)."""
 
 MsgId = tuple[str, int, int]
 
@@ -296,6 +298,9 @@ class Fetcher:
                 if p.tp in offsets:
                     assert p.offsets is not None
                     p.offsets.mark_committed(offsets[p.tp])
+            if commit_log.isEnabledFor(logging.DEBUG):
+                commit_log.debug("committed %s", {f"{tp.topic}[{tp.partition}]": o
+                                                  for tp, o in sorted(offsets.items())})
             return True
 
     async def revoke(self, tps: Iterable[TopicPartition]) -> None:
