@@ -2,10 +2,15 @@
 
 A commit is due when something is ready to commit and either ``interval`` seconds passed
 since the last commit, or ``every`` offsets became committable since then. The second rule
-bounds what a crash re-reads by volume, not by time: at a high rate, or when commits were
-held up by group joins, an interval alone lets tens of thousands of completed records go
-uncommitted. After a failed commit the next try waits ``retry`` seconds (not a whole
-interval, and not at once: a commit that fails during a rebalance fails again until it ends).
+bounds what a crash re-reads by volume, not by time. With an interval alone, tens of
+thousands of completed records went uncommitted: aiokafka's ``getmany`` does not return
+while a group join is under way (no assignment yet: about 5 s on the test broker), so the
+fetch loop, which also commits, found its first interval over when the join ended, with
+nothing done yet to commit, and committed next an interval after that. A schedule that
+only commits once something is ready commits at the first completed record instead.
+
+After a failed commit the next try waits ``retry`` seconds (not a whole interval, and not
+at once: a commit that fails during a rebalance fails again until it ends).
 
 Prior art: storm-kafka-client commits every ``offset.commit.period.ms``; Kafka Streams
 commits every ``commit.interval.ms`` and also on demand. What it leaves to others: the
