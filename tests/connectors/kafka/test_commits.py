@@ -36,6 +36,12 @@ def test_the_interval_commits_only_what_is_ready() -> None:
     assert not s.due(10.0, 1) and s.due(10.1, 1)
 
 
+def test_an_interval_that_ran_out_during_a_join_commits_the_first_completed_record() -> None:
+    s = CommitSchedule(5.0, 10_000, now=0.0)
+    assert not s.due(6.0, 0)  # the join ended at 6 s: nothing done yet, nothing sent
+    assert s.due(6.1, 1)  # not an interval later
+
+
 def test_enough_ready_offsets_commit_before_the_interval() -> None:
     s = CommitSchedule(5.0, 200, now=0.0)
     assert not s.due(0.1, 199)
