@@ -45,12 +45,14 @@ class Trace:
 
 
 class _TraceHandler(logging.Handler):
-    def __init__(self, trace: Trace, event: str) -> None:
+    """Log lines into the trace, as ``log`` events."""
+
+    def __init__(self, trace: Trace) -> None:
         super().__init__(logging.DEBUG)
-        self._trace, self._event = trace, event
+        self._trace = trace
 
     def emit(self, record: logging.LogRecord) -> None:
-        self._trace(self._event, record.getMessage())
+        self._trace("log", record.getMessage())
 
 
 class _TracedCollector:
@@ -114,8 +116,8 @@ def _tracing(path: str) -> Trace:
     commits = logging.getLogger("connectors.kafka.commits")
     commits.setLevel(logging.DEBUG)
     commits.propagate = False  # into the trace only, not the process's log
-    commits.addHandler(_TraceHandler(trace, "log"))
-    rebalances = _TraceHandler(trace, "log")
+    commits.addHandler(_TraceHandler(trace))
+    rebalances = _TraceHandler(trace)
     rebalances.addFilter(lambda r: "partitions" in r.getMessage())
     logging.getLogger("connectors.kafka").addHandler(rebalances)
     return trace
