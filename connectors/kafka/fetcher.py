@@ -9,9 +9,12 @@ from ``buffer`` and never awaits. Bounds:
   fetched past the cap are dropped and read again later (storm-kafka-client's
   ``maxUncommittedOffsets`` may overshoot by ``maxPollRecords - 1``; this does not).
 
-Rebalance (storm-kafka-client semantics): on revoke, commit what is done, then forget the
-partitions' records, buffered tuples and retries (late acks for them are ignored); on
-assign, resume at the committed offset. Nothing here relies on ``end_offsets``.
+Rebalance (storm-kafka-client semantics, and one step more): on revoke, stop emitting the
+partitions' buffered records and give those already emitted up to ``drain_secs`` to
+complete, commit what is done, then forget the partitions' records, buffered tuples and
+retries (late acks for them are ignored); on assign, resume at the committed offset. The
+new owner so re-reads only what did not complete in that time (storm-kafka-client commits
+at once and re-reads everything in flight). Nothing here relies on ``end_offsets``.
 
 Commits (``commits.py`` says when) run one at a time, each reading the offsets only once
 the one before it has landed: a periodic commit, a revoke's and the last one at close can
@@ -43,6 +46,8 @@ commit_log = logging.getLogger("connectors.kafka.commits")
 
 MsgId = tuple[str, int, int]
 
+_DRAIN_POLL_SECS = 0.01  # how often a revoke looks whether its emitted records completed
+
 
 class Pending:
     """One fetched record not yet done: its tuple values, how often it failed and why."""
@@ -64,13 +69,14 @@ class Partition:
     stale buffer entries and retries are recognised by identity.
     """
 
-    __slots__ = ("offsets", "paused", "records", "revoked", "tp")
+    __slots__ = ("draining", "offsets", "paused", "records", "revoked", "tp")
 
     def __init__(self, tp: TopicPartition, offsets: PartitionOffsets | None) -> None:
         self.tp = tp
         self.offsets = offsets  # None until the start offset is known
         self.records: dict[int, Pending] = {}
         self.revoked = False
+        self.draining = False  # being revoked: nothing more fetched or emitted
         self.paused = False
 
     def holds(self, pending: Pending) -> bool:
@@ -85,7 +91,8 @@ class Fetcher:
                  on_undecodable: Callable[[Partition, Pending, str], None],
                  before_revoke: Callable[[list[Partition]], Awaitable[None]], *,
                  max_uncommitted: int, max_buffer: int, commit_interval: float,
-                 commit_every: int | None = None, fetch_max_records: int = 500) -> None:
+                 commit_every: int | None = None, drain_secs: float = 0.0,
+                 fetch_max_records: int = 500) -> None:
         self.consumer = consumer
         self._decode = decode
         # A Decoder decodes a whole fetched batch in one call; any other callable per record.
@@ -97,6 +104,7 @@ class Fetcher:
         self.max_buffer = max_buffer
         self._schedule = CommitSchedule(commit_interval, commit_every, now())
         self._commit_lock = asyncio.Lock()
+        self.drain_secs = drain_secs
         self._fetch_max_records = fetch_max_records
         self.parts: dict[TopicPartition, Partition] = {}
         self.buffer: deque[tuple[Partition, Pending]] = deque()
@@ -190,12 +198,12 @@ class Fetcher:
             if not records:
                 continue
             part = self.parts.get(tp)
-            if part is None:
+            if part is None or part.draining:
                 # Assigned to the consumer but not (or no longer) tracked here: fetched
                 # while the assignment callback still runs (the consumer fetches new
-                # partitions before it returns) or after a revoke. The consumer's position
-                # moved past these records; rewind it so they are read again once the
-                # partition is tracked, or they would never be emitted while a later
+                # partitions before it returns), during or after a revoke. The consumer's
+                # position moved past these records; rewind it so they are read again once
+                # the partition is tracked, or they would never be emitted while a later
                 # commit passes them.
                 self.consumer.seek(tp, records[0].offset)
                 continue
@@ -308,6 +316,7 @@ class Fetcher:
         parts = [self.parts[tp] for tp in tps if tp in self.parts]
         if not parts:
             return
+        await self._drain(parts)
         await self._before_revoke(parts)
         await self.commit(parts)
         for part in parts:
@@ -316,6 +325,23 @@ class Fetcher:
             del self.parts[part.tp]
         self.buffer = deque(e for e in self.buffer if not e[0].revoked)
         log.info("partitions revoked: %s", sorted(p.tp for p in parts))
+
+    async def _drain(self, parts: list[Partition]) -> None:
+        """Stop fetching and emitting ``parts``; wait up to ``drain_secs`` until none of
+        their emitted records is still in flight."""
+        for part in parts:
+            part.draining = True
+        unsent = {part: 0 for part in parts}  # buffered records, never emitted
+        kept: deque[tuple[Partition, Pending]] = deque()
+        for entry in self.buffer:
+            if entry[0].draining:
+                unsent[entry[0]] += 1
+            else:
+                kept.append(entry)
+        self.buffer = kept
+        deadline = now() + self.drain_secs
+        while any(len(p.records) > unsent[p] for p in parts) and now() < deadline:
+            await asyncio.sleep(_DRAIN_POLL_SECS)
 
     async def assign(self, tps: Iterable[TopicPartition]) -> None:
         """Start tracking ``tps`` at their committed offsets (or the first record fetched)."""
