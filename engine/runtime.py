@@ -40,7 +40,7 @@ from engine.flow_control import FlowLimit, longest_hold
 from engine.log_throttle import ErrorThrottle, IntervalWarning
 from engine.outbox import Outbox
 from engine.queue_watch import QueueWatch
-from engine.queues import BatchQueue
+from engine.queues import BatchQueue, StampedQueue
 from engine.route_table import routes_for
 from engine.spout_collector import SpoutOutputCollector
 from engine.spout_executor import SpoutExecutor, SpoutTask
@@ -133,7 +133,9 @@ class RunningTopology:
         self.task_executor = w.task_executor
         self.queues = [BatchQueue(e.queue_size) for e in w.executors]
         self.watch = QueueWatch(self.queues)
-        self.acker_queues = [BatchQueue(w.acker_queue_size) for _ in range(w.num_ackers)]
+        # Stamped: an acker counts a tree's timeout from when its INIT was put.
+        stamped = [StampedQueue(w.acker_queue_size, self.clock) for _ in range(w.num_ackers)]
+        self.acker_queues: list[BatchQueue] = list(stamped)
         comps = self.topology.components.values()
         self.output_fields = {d.id: {s: sd.fields for s, sd in d.streams.items()}
                               for d in comps}
@@ -144,7 +146,7 @@ class RunningTopology:
                 self._build_executor(d, e)
         acker_stats = []
         timeout = self.conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS]
-        for queue in self.acker_queues:
+        for queue in stamped:
             stats = TaskStats()
             acker_stats.append(stats)
             self.ackers.append(AckerExecutor(

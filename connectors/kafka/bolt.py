@@ -117,6 +117,9 @@ class KafkaBolt(Bolt):
             self._failed(tup, exc)
 
     def _batch_delivered(self, tuples: list[Any], future: Any) -> None:
+        """Ack the batch's tuples if it was stored, else fail them. ``future`` comes
+        checked (``batch_send.checked``): a confirmation for another topic or partition
+        than the batch was sent to, or without an offset, arrives as a failure."""
         if not future.cancelled() and future.exception() is None:
             self._produced += len(tuples)
             ack = self._collector.ack

@@ -10,9 +10,10 @@ Guarantees, per record of an assigned partition:
   after an exponential backoff, at most ``max_retries`` times;
 - then, or at once if it cannot be decoded, one failed-record JSON (``failed.py``) is written
   to ``failed_topic``, and only once the broker confirmed it does the offset count as done;
-- a partition's committed offset never passes a record that is not done, so a crash or a
-  rebalance re-reads (and re-emits) only records not yet done: at least once, with
-  duplicates bounded by what was in flight;
+- a partition's committed offset never passes a record that is not done, and only moves
+  forward, so a rebalance re-reads (and re-emits) only records not yet done, a crash also
+  those done since the last commit: at least once, with duplicates bounded by what was in
+  flight and by how often the spout commits (``commits.py``);
 - an offset already committed is never emitted again by this task.
 
 Without ``failed_topic``, a given-up record is logged, counted in ``counters.dropped`` and
@@ -88,11 +89,15 @@ class KafkaSpout(Spout):
     before the first retry (doubling up to 30 s) or a pair ``(initial, maximum)``.
     Keywords beyond Storm's spout:
     ``max_uncommitted_offsets`` (per partition, pause above it), ``commit_interval_secs``
-    (periodic commit), ``buffer_size`` (records fetched ahead), ``dead_letter_limit`` (a
-    ``DeadLetterLimit``; off by default), ``failed_max_bytes`` (largest failed record, by
-    default the producer's ``max_request_size`` less 1 KiB), ``log_throttle_secs`` and
-    ``outage_after_secs``. Everything else is passed to ``AIOKafkaConsumer`` (SASL/SSL
-    included, see ``client_options``) and overrides the spout's defaults.
+    (periodic commit; the spout also commits once ``topology.max.spout.pending`` offsets
+    are ready, see ``commits.py``), ``buffer_size`` (records fetched ahead),
+    ``dead_letter_limit`` (a ``DeadLetterLimit``; off by default), ``failed_max_bytes``
+    (largest failed record, by default the producer's ``max_request_size`` less 1 KiB),
+    ``log_throttle_secs``, ``outage_after_secs`` and ``revoke_drain_secs`` (how long a
+    rebalance lets the records emitted from the partitions it takes complete before
+    their commit). Everything else is passed to
+    ``AIOKafkaConsumer`` (SASL/SSL included, see ``client_options``) and overrides the
+    spout's defaults.
     """
 
     shared_across_processes = True
@@ -107,7 +112,8 @@ class KafkaSpout(Spout):
                  dead_letter_limit: DeadLetterLimit | None = None,
                  failed_max_bytes: int | None = None,
                  log_throttle_secs: float = DEFAULT_INTERVAL_SECS,
-                 outage_after_secs: float = 15.0, **consumer_options: Any) -> None:
+                 outage_after_secs: float = 15.0, revoke_drain_secs: float = 2.0,
+                 **consumer_options: Any) -> None:
         self.topics = [topics] if isinstance(topics, str) else list(topics)
         if not self.topics or not all(isinstance(t, str) and t for t in self.topics):
             raise ValueError(f"KafkaSpout: topics must be a topic name or a non-empty list "
@@ -115,9 +121,9 @@ class KafkaSpout(Spout):
         if max_uncommitted_offsets < 1 or buffer_size < 1 or commit_interval_secs <= 0:
             raise ValueError("KafkaSpout: max_uncommitted_offsets and buffer_size must be "
                              ">= 1 and commit_interval_secs > 0")
-        if log_throttle_secs < 0 or outage_after_secs <= 0:
-            raise ValueError("KafkaSpout: log_throttle_secs must be >= 0 and "
-                             "outage_after_secs > 0")
+        if log_throttle_secs < 0 or outage_after_secs <= 0 or revoke_drain_secs < 0:
+            raise ValueError("KafkaSpout: log_throttle_secs and revoke_drain_secs must be "
+                             ">= 0 and outage_after_secs > 0")
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
         self.fields = tuple(fields)
@@ -131,6 +137,7 @@ class KafkaSpout(Spout):
         self.dead_letter_limit = dead_letter_limit
         self.log_throttle_secs = log_throttle_secs
         self.outage_after_secs = outage_after_secs
+        self.revoke_drain_secs = revoke_drain_secs
         self.consumer_options = client_options.build(consumer_config(consumer_options),
                                                      who="KafkaSpout")
         self.failed_max_bytes = (DEFAULT_FAILED_MAX_BYTES if failed_max_bytes is None
@@ -167,7 +174,9 @@ class KafkaSpout(Spout):
         self._fetcher = Fetcher(
             self._consumer, self.decoder, self._undecodable, self._before_revoke,
             max_uncommitted=self.max_uncommitted_offsets, max_buffer=self.buffer_size,
-            commit_interval=self.commit_interval_secs)
+            commit_interval=self.commit_interval_secs,
+            commit_every=max_pending or self.max_uncommitted_offsets,
+            drain_secs=self.revoke_drain_secs)
         self._fetcher.on_commit_error = self._report
         try:
             await self._start_clients()
