@@ -11,6 +11,8 @@ left are skipped with the reason, rather than failing one after another.
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -91,6 +93,11 @@ def discard_jvm(session: Any) -> None:
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
+    # SparkContext installs a SIGINT handler that cancels jobs on a context now gone; at
+    # the end of a run the test runner interrupts its workers' main thread, which would
+    # then print that handler's AttributeError.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     SparkContext._gateway = None
     SparkContext._jvm = None
     SparkContext._active_spark_context = None

@@ -87,7 +87,9 @@ def test_ctrl_c_is_one_line_status_130_and_commits_nothing(kafka_broker) -> None
     stdout = proc.stdout.read()
     assert proc.returncode == 130
     assert stdout == ""
-    told = [line for line in stderr if not line.startswith("replay_failed.py: writing, ")]
+    # On a busy machine, progress lines of the reading stage may come before those of writing.
+    progress = ("replay_failed.py: reading ", "replay_failed.py: writing, ")
+    told = [line for line in stderr if not line.startswith(progress)]
     assert told == ["replay_failed.py: interrupted while writing; the group's progress is "
                     "committed only at the end, so the next run reads these records again\n"]
     again = subprocess.run(args, capture_output=True, text=True, timeout=120, cwd="/",
