@@ -2,7 +2,8 @@
 
 ``stormloop run`` exits 0 when it did, 3 when it did not (below), 2 for invalid input (1
 is Python's own status for a crash). A spout that reports ``given_up`` in its
-``metrics()`` (``ListSpout``, ``QueueSpout``) or ``failed_topic_records`` (``KafkaSpout``)
+``metrics()`` (``ListSpout``, ``QueueSpout``), or ``failed_topic_records`` and
+``dropped`` (``KafkaSpout``, with and without a failed topic),
 replays its fails itself: only the tuples it gave up count against the run. A spout whose
 class sets ``replays_failures = True`` (the transactional coordinator: it replays a failed
 batch until it commits) is not judged by its fails. For any other spout, every failed
@@ -25,7 +26,7 @@ EXIT_NOT_PROCESSED = 3
 """Exit status of a run in which tuples were given up or failed without a replay."""
 
 # metrics() keys through which a spout says how many tuples it gave up.
-_GIVEN_UP_KEYS = ("given_up", "failed_topic_records")
+_GIVEN_UP_KEYS = ("given_up", "failed_topic_records", "dropped")
 
 
 def _given_up(tasks: Mapping[str, Mapping[str, Any]]) -> int | None:

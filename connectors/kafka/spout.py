@@ -143,6 +143,7 @@ class KafkaSpout(Spout):
         self.failed_max_bytes = (DEFAULT_FAILED_MAX_BYTES if failed_max_bytes is None
                                  else failed_max_bytes)
         self.counters = KafkaSpoutMetrics()
+        self._dropped = 0
 
     def declare_output_fields(self, declarer: Any) -> None:
         """One stream, ``default``, with ``fields``."""
@@ -286,7 +287,8 @@ class KafkaSpout(Spout):
             if tripped is not None:
                 self.halt(f"dead-letter limit passed: {tripped}")
         if self._writer is None:
-            self.counters.dropped += 1
+            self.counters.dropped += 1  # counters are shared by the tasks; _dropped is this one's
+            self._dropped += 1
             allowed, held = self._throttle.allow("dropped", self._loop.time())
             if allowed:
                 log.warning("%s: dropping record %s (no failed_topic): %s%s", self._component,
@@ -364,9 +366,11 @@ class KafkaSpout(Spout):
     def metrics(self) -> dict[str, Any]:
         """This task's figures: per partition ``committed``, ``high_watermark`` (from the
         last fetch), ``lag``, ``position`` and ``paused``; failed-topic records written and
-        write retries; the dead-letter breaker and whether the task halted."""
+        write retries; records given up and dropped (no ``failed_topic``); the dead-letter
+        breaker and whether the task halted."""
         if not hasattr(self, "_fetcher"):
-            return {"partitions": [], "failed_topic_records": 0, "failed_topic_retries": 0,
+            return {"partitions": [], "failed_topic_records": 0, "dropped": 0,
+                    "failed_topic_retries": 0,
                     "failed_topic_truncated": 0, "halted": None, "dead_letter": None,
                     "broker_unreachable_since": None}  # not opened (yet)
         consumer = self._consumer
@@ -386,6 +390,7 @@ class KafkaSpout(Spout):
         return {
             "partitions": partitions,
             "failed_topic_records": self._written,
+            "dropped": self._dropped,
             "failed_topic_retries": 0 if self._writer is None else self._writer.retries,
             "failed_topic_truncated": 0 if self._writer is None else self._writer.truncated,
             "halted": self._halted,

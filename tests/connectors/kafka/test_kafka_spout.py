@@ -285,9 +285,11 @@ async def test_without_failed_topic_given_up_records_are_dropped_and_counted(
             return await committed(bootstrap, group, source) == {0: 10}
 
         await eventually(done, 20, "offsets committed past the dropped records")
+        tasks = cluster.stats("no-failed-topic")["metrics"]["kafka"]
         await cluster.kill_topology("no-failed-topic", wait_secs=5)
     assert (spout.counters.dropped, spout.counters.retried, spout.counters.failed_records) == (
         10, 0, 0)
+    assert [m["dropped"] for m in tasks.values()] == [10]  # what the runner's verdict reads
     assert await read_all(bootstrap, sink) == []
 
 
