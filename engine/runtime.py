@@ -37,6 +37,7 @@ from engine.context import TopologyContext
 from engine.errors import TopologyError
 from engine.failure import FailReasons
 from engine.flow_control import FlowLimit, longest_hold
+from engine.keyed import with_hops
 from engine.log_throttle import ErrorThrottle, IntervalWarning
 from engine.observe.figures import topology_stats
 from engine.outbox import Outbox
@@ -99,8 +100,8 @@ class RunningTopology:
 
     def __init__(self, name: str, conf: dict[str, Any], topology: Topology) -> None:
         self.name = name
-        self.topology = topology
         self.conf = validate_config(conf, f"topology {name!r}")
+        self.topology = topology = with_hops(topology, self.conf)
         self.component_conf = {
             d.id: validate_config({**self.conf, **(d.obj.component_configuration() or {}),
                                    **d.conf}, f"{d.kind} {d.id!r}")

@@ -49,6 +49,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from connectors.kafka import client_options
+from connectors.kafka.alone import SplitWatch
 from connectors.kafka.breaker import DeadLetterBreaker, DeadLetterLimit
 from connectors.kafka.codec import Decoder
 from connectors.kafka.failed import FailedRecord, ReplayOrigin
@@ -64,7 +65,7 @@ from connectors.kafka.spout_options import (
     producer_config,
 )
 from connectors.kafka.throttle import DEFAULT_INTERVAL_SECS, LogThrottle, throttle_aiokafka
-from engine import Spout
+from engine import Bolt, Spout
 
 __all__ = ["KafkaSpout", "KafkaSpoutMetrics"]
 
@@ -91,6 +92,18 @@ class KafkaSpout(Spout):
 
     shared_across_processes = True
     """Engine processes running it split the partitions through the consumer group."""
+
+    keyed_downstream = False
+    """Set by the engine when a fields grouping downstream stays in process
+    (``topology.workers`` 1): a task then says so if its process is not alone in the group."""
+
+    def repartition_hop(self, receiver: str, key_fields: tuple[str, ...],
+                        fields: tuple[str, ...]) -> tuple[Bolt, Spout]:
+        """The writer bolt and reader spout that carry a fields grouping into ``receiver``
+        across processes, through the topic ``<group_id>-<receiver>-repartition``."""
+        from connectors.kafka.repartition import hop
+
+        return hop(self, receiver, key_fields, fields)
 
     def __init__(self, topics: str | Iterable[str], bootstrap_servers: str | list[str],
                  group_id: str, *, fields: Sequence[str] = ("key", "value"),
@@ -144,6 +157,8 @@ class KafkaSpout(Spout):
         self._loop = asyncio.get_running_loop()
         who = f"KafkaSpout {self._component!r} task {context.task_id}"
         self._outage = Outage(who, log)
+        self._split = SplitWatch(self._component, context.task_id, self.group_id,
+                                 self.topics) if self.keyed_downstream else None
         self._throttle = LogThrottle(self.log_throttle_secs)
         throttle_aiokafka(self.log_throttle_secs)
         limit = self.dead_letter_limit
@@ -339,6 +354,9 @@ class KafkaSpout(Spout):
             now = self._loop.time()
             if self._breaker is not None:
                 self._breaker.tick(now)
+            if self._split is not None:
+                with contextlib.suppress(AssertionError):  # a rebalance is running
+                    self._split.check(consumer)
             try:
                 fetching = consumer.assignment() - consumer.paused()
                 marker = tuple(sorted((tp, consumer.last_poll_timestamp(tp))
@@ -396,6 +414,8 @@ class KafkaSpout(Spout):
         for task in tasks[1:]:
             await _cancel(task)
         self._tasks = []
+        if self._split is not None:
+            self._split.forget()
         await self._fetcher.commit()
         await self._stop_clients()
 

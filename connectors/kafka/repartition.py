@@ -1,0 +1,207 @@
+"""Repartition topics: a fields grouping carried between engine processes through Kafka.
+
+With ``topology.workers`` above 1 the engine replaces a fields grouping downstream of a
+``KafkaSpout`` by a hop (``engine/keyed/hops.py``) made of the two components here:
+
+- ``RepartitionWriter``, a ``KafkaBolt`` that writes each tuple to the topic
+  ``<group>-<bolt>-repartition`` as one record: the key is the grouping fields' value (UTF-8
+  text for one field, a JSON array for several), the value a JSON array of the tuple's
+  values, the partition Kafka's default one (murmur2 of the key). A tuple is acked once the
+  broker confirmed its record, failed with the produce error otherwise: the upstream tree
+  completes when the hop has the record.
+- ``RepartitionSpout``, a ``KafkaSpout`` on that topic in the upstream spout's group, with
+  its options (retries, failed topic, consumer settings): each record starts a new tree,
+  and its offset is committed only when that tree completed.
+
+Before either starts, ``ensure_topic`` creates the topic with as many partitions as the
+spout's input (``cleanup.policy=delete``, ``retention.ms`` ``RETENTION_MS``), or checks an
+existing one: a different partition count is refused with ``PartitionMismatch``, one line
+naming the topic and both counts (docs/scaling.md says how to migrate).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+
+from connectors.kafka import client_options
+from connectors.kafka.bolt import KafkaBolt
+from connectors.kafka.codec import DecodeError, encode_key
+from connectors.kafka.spout import KafkaSpout
+from connectors.kafka.spout_options import KafkaSpoutMetrics
+
+__all__ = [
+    "RETENTION_MS",
+    "PartitionMismatch",
+    "RepartitionSpout",
+    "RepartitionWriter",
+    "ensure_topic",
+    "hop",
+    "topic_name",
+]
+
+RETENTION_MS = 7 * 24 * 3600 * 1000
+"""How long a repartition record is kept: a reader further behind than this loses records."""
+
+
+class PartitionMismatch(ValueError):
+    """A repartition topic whose partition count differs from its input's."""
+
+
+def topic_name(group: str, receiver: str) -> str:
+    """The repartition topic of bolt ``receiver`` fed from consumer group ``group``."""
+    return f"{group}-{receiver}-repartition"
+
+
+def hop(spout: KafkaSpout, receiver: str, key_fields: Sequence[str],
+        fields: Sequence[str]) -> tuple[RepartitionWriter, RepartitionSpout]:
+    """The writer bolt and reader spout carrying ``fields`` tuples keyed by ``key_fields``
+    into bolt ``receiver`` (see ``KafkaSpout.repartition_hop``)."""
+    topic = topic_name(spout.group_id, receiver)
+    writer = RepartitionWriter(topic, spout, key_fields, fields)
+    return writer, RepartitionSpout(topic, spout, fields)
+
+
+async def ensure_topic(bootstrap: str | list[str], options: Mapping[str, Any],
+                       inputs: Sequence[str], topic: str) -> int:
+    """Create ``topic`` with the partition count of ``inputs`` (the largest, for several),
+    or check that an existing one has it; returns the count. Raises ``PartitionMismatch``."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_options.shared(options))
+    await admin.start()
+    try:
+        found = await _partition_counts(admin, [*inputs, topic])
+        known = [found[t] for t in inputs if t in found]
+        if not known:
+            raise ValueError(f"repartition topic {topic!r}: its input {list(inputs)} does not "
+                             f"exist; create it first")
+        want = max(known)
+        if topic not in found:
+            try:
+                configs = {"cleanup.policy": "delete", "retention.ms": str(RETENTION_MS)}
+                await admin.create_topics([NewTopic(topic, want, _replicas(found, inputs),
+                                                    topic_configs=configs)])
+            except TopicAlreadyExistsError:  # another process created it meanwhile
+                found.update(await _partition_counts(admin, [topic]))
+        _check(topic, found.get(topic, want), want, inputs)
+        return want
+    finally:
+        await admin.close()
+
+
+async def _partition_counts(admin: AIOKafkaAdminClient, topics: list[str]) -> dict[str, Any]:
+    """Partition count per existing topic of ``topics`` (and ``(name, "replicas")`` keys)."""
+    counts: dict[str, Any] = {}
+    # Only topics that exist are described: describing a missing one may create it
+    # (a broker's auto.create.topics.enable), with the broker's default partition count.
+    existing = set(await admin.list_topics())
+    topics = [t for t in topics if t in existing]
+    if not topics:
+        return counts
+    for entry in await admin.describe_topics(topics):
+        if entry["error_code"] == 0 and entry["partitions"]:
+            counts[entry["topic"]] = len(entry["partitions"])
+            counts[(entry["topic"], "replicas")] = len(entry["partitions"][0]["replicas"])
+    return counts
+
+
+def _replicas(found: Mapping[Any, Any], inputs: Sequence[str]) -> int:
+    return max((found.get((t, "replicas"), 1) for t in inputs), default=1) or 1
+
+
+def _check(topic: str, has: int, want: int, inputs: Sequence[str]) -> None:
+    if has != want:
+        source = inputs[0] if len(inputs) == 1 else f"{list(inputs)} (largest)"
+        raise PartitionMismatch(
+            f"repartition topic {topic!r} has {has} partitions, its input {source} has "
+            f"{want}; see docs/scaling.md on changing partition counts")
+
+
+class _Prepared:
+    """One ``ensure_topic`` per topic and event loop, shared by a process's writer and reader."""
+
+    def __init__(self) -> None:
+        self._done: dict[tuple[int, str], asyncio.Task[int]] = {}
+
+    async def ensure(self, spout: KafkaSpout, inputs: Sequence[str], topic: str) -> int:
+        key = (id(asyncio.get_running_loop()), topic)
+        task = self._done.get(key)
+        if task is None or (task.done() and task.exception() is not None):
+            task = self._done[key] = asyncio.ensure_future(ensure_topic(
+                spout.bootstrap_servers, spout.consumer_options, inputs, topic))
+        return await asyncio.shield(task)
+
+
+_prepared = _Prepared()
+
+
+class RepartitionWriter(KafkaBolt):
+    """Writes each tuple to the repartition topic keyed by the grouping fields (see the
+    module docstring); acks it once the broker confirmed the record."""
+
+    def __init__(self, topic: str, spout: KafkaSpout, key_fields: Sequence[str],
+                 fields: Sequence[str]) -> None:
+        options = client_options.shared(spout.consumer_options)
+        super().__init__(topic, spout.bootstrap_servers, value_format="json",
+                         log_throttle_secs=spout.log_throttle_secs,
+                         outage_after_secs=spout.outage_after_secs, **options)
+        self._spout = spout
+        self._at = tuple(list(fields).index(f) for f in key_fields)
+
+    async def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        """Create or check the topic, then start the producer."""
+        await _prepared.ensure(self._spout, self._spout.topics, self.topic)
+        await super().prepare(conf, context, collector)
+
+    def _record(self, tup: Any) -> tuple[bytes | None, bytes | None]:
+        values = tup.values
+        at = self._at
+        one = len(at) == 1
+        key = encode_key(values[at[0]]) if one else orjson.dumps([values[i] for i in at])
+        return key, orjson.dumps(values)
+
+
+class _Rows:
+    """Decodes a repartition record's value (a JSON array) into the tuple's values."""
+
+    __slots__ = ("_n",)
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+
+    def __call__(self, record: Any) -> list[Any]:
+        try:
+            values = orjson.loads(record.value)
+        except orjson.JSONDecodeError as exc:
+            raise DecodeError(f"repartition value is not valid JSON: {exc}") from None
+        if type(values) is not list or len(values) != self._n:
+            raise DecodeError(f"repartition value is not a JSON array of {self._n} values")
+        return values
+
+    def many(self, records: list[Any]) -> list[list[Any]]:
+        return [self(r) for r in records]
+
+
+class RepartitionSpout(KafkaSpout):
+    """Reads the repartition topic in the upstream spout's group, with its options; emits
+    the written tuples' values as ``fields`` on the default stream."""
+
+    def __init__(self, topic: str, upstream: KafkaSpout, fields: Sequence[str]) -> None:
+        self.__dict__.update(upstream.__dict__)
+        self.input_topics = list(upstream.topics)
+        self.topics = [topic]
+        self.fields = tuple(fields)
+        self.decoder = _Rows(len(self.fields))  # type: ignore[assignment]
+        # Records written before this member joined must be read: never start at the end.
+        self.consumer_options = {**upstream.consumer_options, "auto_offset_reset": "earliest"}
+        self.counters = KafkaSpoutMetrics()
+        self.keyed_downstream = False
+
+    async def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        """Create or check the topic, then join the group and read it."""
+        await _prepared.ensure(self, self.input_topics, self.topics[0])
+        await super().open(conf, context, collector)
