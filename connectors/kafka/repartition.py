@@ -34,9 +34,11 @@ from connectors.kafka.bolt import KafkaBolt
 from connectors.kafka.codec import DecodeError, encode_key
 from connectors.kafka.spout import KafkaSpout
 from connectors.kafka.spout_options import KafkaSpoutMetrics
+from engine.murmur2 import default_partition
 
 __all__ = [
     "RETENTION_MS",
+    "KeyPartitions",
     "PartitionMismatch",
     "RepartitionSpout",
     "RepartitionWriter",
@@ -139,13 +141,38 @@ class _Prepared:
 _prepared = _Prepared()
 
 
+class KeyPartitions:
+    """Kafka's default partitioner (murmur2 of the key), remembering the partition of up to
+    ``size`` recent keys: grouping keys repeat, and the hash is the writer's largest cost."""
+
+    __slots__ = ("_count", "_memo", "_size")
+
+    def __init__(self, size: int = 1 << 16) -> None:
+        self._memo: dict[bytes, int] = {}
+        self._count = 0
+        self._size = size
+
+    def __call__(self, key: bytes, all_partitions: list[int], available: list[int]) -> int:
+        """The partition of ``key`` among ``all_partitions``, as Kafka's producer picks it."""
+        if len(all_partitions) != self._count:
+            self._memo.clear()
+            self._count = len(all_partitions)
+        partition = self._memo.get(key)
+        if partition is None:
+            if len(self._memo) >= self._size:
+                self._memo.clear()
+            partition = self._memo[key] = default_partition(key, all_partitions, available)
+        return partition
+
+
 class RepartitionWriter(KafkaBolt):
     """Writes each tuple to the repartition topic keyed by the grouping fields (see the
     module docstring); acks it once the broker confirmed the record."""
 
     def __init__(self, topic: str, spout: KafkaSpout, key_fields: Sequence[str],
                  fields: Sequence[str]) -> None:
-        options = client_options.shared(spout.consumer_options)
+        options = {**client_options.shared(spout.consumer_options),
+                   "partitioner": KeyPartitions()}
         super().__init__(topic, spout.bootstrap_servers, value_format="json",
                          log_throttle_secs=spout.log_throttle_secs,
                          outage_after_secs=spout.outage_after_secs, **options)
@@ -183,7 +210,17 @@ class _Rows:
         return values
 
     def many(self, records: list[Any]) -> list[list[Any]]:
-        return [self(r) for r in records]
+        """Every record's values; raises ``DecodeError`` if any is not a row (the fetcher
+        then decodes them one by one, to name each bad record)."""
+        loads, n = orjson.loads, self._n
+        try:
+            rows = [loads(r.value) for r in records]
+        except orjson.JSONDecodeError as exc:
+            raise DecodeError(str(exc)) from None
+        for row in rows:
+            if type(row) is not list or len(row) != n:
+                raise DecodeError("not a row")
+        return rows
 
 
 class RepartitionSpout(KafkaSpout):
