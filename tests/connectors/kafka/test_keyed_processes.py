@@ -13,17 +13,16 @@ import asyncio
 import os
 import random
 import re
-import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from connectors.kafka.repartition import topic_name
 from tests.connectors.kafka.helpers import eventually, produce, read_all, unique
+from tests.engine.test_supervisor import Supervised, supervised  # noqa: F401 (fixture)
 
 REPO = Path(__file__).resolve().parents[3]
 WORD_COUNT = REPO / "topologies" / "kafka_word_count.py"
@@ -33,7 +32,7 @@ _TP = re.compile(r"topic='([^']+)', partition=(\d+)")
 WORDS = [f"w{i:02d}" for i in range(40)]
 
 
-class Run:
+class Run(Supervised):
     """One ``python -m engine run`` of the Kafka word count, output in a log file."""
 
     def __init__(self, log: Path, conf: dict[str, object], *extra: str) -> None:
@@ -45,9 +44,6 @@ class Run:
         with log.open("wb") as out:
             self.proc = subprocess.Popen(args, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=dict(os.environ))
-
-    def text(self) -> str:
-        return self.log.read_text(errors="replace")
 
     def holdings(self) -> dict[str, dict[str, set[int]]]:
         """``{member: {topic: partitions}}`` from the rebalance log lines (a member is a
@@ -63,24 +59,12 @@ class Run:
                 (parts.add if m.group(2) == "assigned" else parts.discard)(int(partition))
         return held
 
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(40)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise AssertionError(f"ignored SIGTERM:\n{self.text()[-3000:]}") from None
 
 
 @pytest.fixture
-def runs() -> Iterator[list[Run]]:
-    started: list[Run] = []
-    yield started
-    for run in started:
-        if run.proc.poll() is None:
-            run.proc.kill()
-            run.proc.wait(10)
+def runs(supervised: list[Supervised]) -> list[Supervised]:  # noqa: F811 (the fixture)
+    """Processes started by the test (killed afterwards if still running)."""
+    return supervised
 
 
 def word_count_conf(bootstrap: str, sentences: str, counts: str, group: str,
