@@ -21,7 +21,6 @@ naming the topic and both counts (docs/scaling.md says how to migrate).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -123,24 +122,6 @@ def _check(topic: str, has: int, want: int, inputs: Sequence[str]) -> None:
             f"{want}; see docs/scaling.md on changing partition counts")
 
 
-class _Prepared:
-    """One ``ensure_topic`` per topic and event loop, shared by a process's writer and reader."""
-
-    def __init__(self) -> None:
-        self._done: dict[tuple[int, str], asyncio.Task[int]] = {}
-
-    async def ensure(self, spout: KafkaSpout, inputs: Sequence[str], topic: str) -> int:
-        key = (id(asyncio.get_running_loop()), topic)
-        task = self._done.get(key)
-        if task is None or (task.done() and task.exception() is not None):
-            task = self._done[key] = asyncio.ensure_future(ensure_topic(
-                spout.bootstrap_servers, spout.consumer_options, inputs, topic))
-        return await asyncio.shield(task)
-
-
-_prepared = _Prepared()
-
-
 class KeyPartitions:
     """Kafka's default partitioner (murmur2 of the key), remembering the partition of up to
     ``size`` recent keys: grouping keys repeat, and the hash is the writer's largest cost."""
@@ -181,14 +162,20 @@ class RepartitionWriter(KafkaBolt):
 
     async def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         """Create or check the topic, then start the producer."""
-        await _prepared.ensure(self._spout, self._spout.topics, self.topic)
+        spout = self._spout
+        await ensure_topic(spout.bootstrap_servers, spout.consumer_options, spout.topics,
+                           self.topic)
         await super().prepare(conf, context, collector)
 
     def _record(self, tup: Any) -> tuple[bytes | None, bytes | None]:
         values = tup.values
         at = self._at
-        one = len(at) == 1
-        key = encode_key(values[at[0]]) if one else orjson.dumps([values[i] for i in at])
+        if len(at) == 1:
+            # Never a None key: Kafka spreads keyless records over partitions.
+            value = values[at[0]]
+            key = b"null" if value is None else encode_key(value)
+        else:
+            key = orjson.dumps([values[i] for i in at])
         return key, orjson.dumps(values)
 
 
@@ -240,5 +227,6 @@ class RepartitionSpout(KafkaSpout):
 
     async def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         """Create or check the topic, then join the group and read it."""
-        await _prepared.ensure(self, self.input_topics, self.topics[0])
+        await ensure_topic(self.bootstrap_servers, self.consumer_options, self.input_topics,
+                           self.topics[0])
         await super().open(conf, context, collector)
