@@ -188,6 +188,13 @@ class StatefulBoltExecutor(_CheckpointAware):
         inner = getattr(self.inner, "hold_secs", None)
         return max(2 * interval, 0.0 if inner is None else float(inner(conf)))
 
+    def checkpoint_round(self, conf: dict[str, Any]) -> float | None:
+        """The round that paces this bolt's acks (``hold_secs``), or None where the bolt
+        is a window: then the window's own hold sets the pace."""
+        if getattr(self.inner, "hold_secs", None) is not None:
+            return None
+        return self.hold_secs(conf)
+
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
                       collector: Any) -> None:
         self._setup(context, collector)
