@@ -81,7 +81,10 @@ class KafkaSpout(Spout):
 
     ``fields`` are taken from the record: any of ``topic``, ``partition``, ``offset``,
     ``key``, ``value``, ``timestamp``, ``headers``. Keywords beyond Storm's spout:
-    ``max_uncommitted_offsets`` (per partition, pause above it), ``commit_interval_secs``
+    ``max_uncommitted_offsets`` (per partition, pause above it; by default 100,000, so
+    that the engine's in-flight limit, not this, paces a spout whose acks wait for a
+    checkpoint: with 10,000 a four-partition spout ran at 40,000 trees per round),
+    ``commit_interval_secs``
     (periodic commit), ``buffer_size`` (records fetched ahead), ``dead_letter_limit`` (a
     ``DeadLetterLimit``; off by default), ``failed_max_bytes`` (largest failed record, by
     default the producer's ``max_request_size`` less 1 KiB), ``log_throttle_secs`` and
@@ -96,7 +99,7 @@ class KafkaSpout(Spout):
                  group_id: str, *, fields: Sequence[str] = ("key", "value"),
                  value_format: str = "str", max_retries: int = 3,
                  retry_backoff_secs: tuple[float, float] = (0.5, 30.0),
-                 failed_topic: str | None = None, max_uncommitted_offsets: int = 10_000,
+                 failed_topic: str | None = None, max_uncommitted_offsets: int = 100_000,
                  commit_interval_secs: float = 5.0, buffer_size: int = 10_000,
                  dead_letter_limit: DeadLetterLimit | None = None,
                  failed_max_bytes: int | None = None,
