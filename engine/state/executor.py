@@ -19,7 +19,8 @@ complete before the state downstream of it is committed.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+import inspect
+from collections.abc import Coroutine, Iterable
 from typing import Any
 
 from engine.basic_bolt import adapt_basic_bolt
@@ -39,10 +40,11 @@ from engine.state.kv import KeyValueState
 from engine.state.store import SqliteStateStore, open_store, release_store
 from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
-from engine.usercall import awaitable
+from engine.usercall import awaitable, method
 
 __all__ = ["AckTrackingCollector", "AnchoringCollector", "CheckpointForwarder",
-           "StatefulBoltExecutor"]
+           "StatefulBoltExecutor", "SyncCheckpointForwarder", "SyncStatefulBoltExecutor",
+           "wrap_for_checkpoints"]
 
 
 def _has_anchor(anchors: Tuple | Iterable[Tuple] | None) -> bool:
@@ -162,10 +164,13 @@ class CheckpointForwarder(_CheckpointAware):
                       collector: Any) -> None:
         self._setup(context, collector)
         bolt = copy.copy(self.inner)
-        self.bolt = adapt_basic_bolt(bolt) if isinstance(bolt, BasicBolt) else bolt
+        basic = isinstance(bolt, BasicBolt)
+        self.bolt = adapt_basic_bolt(bolt) if basic else bolt
         self._execute = awaitable(self.bolt, "execute")
-        anchoring = AnchoringCollector(collector, self.name)
-        await awaitable(self.bolt, "prepare")(conf, context, anchoring)
+        self._run = method(self.bolt, "execute")[0]
+        # A basic bolt's emits are anchored to its input already: no check per emit.
+        out = collector if basic else AnchoringCollector(collector, self.name)
+        await awaitable(self.bolt, "prepare")(conf, context, out)
 
     async def _handle(self, tup: Tuple) -> None:
         await self._execute(tup)
@@ -201,6 +206,7 @@ class StatefulBoltExecutor(_CheckpointAware):
         self.bolt = copy.copy(self.inner)
         self.collector = AckTrackingCollector(collector, self.name)
         self._execute = awaitable(self.bolt, "execute")
+        self._run = method(self.bolt, "execute")[0]
         self.initialized = False
         self.pending: list[Tuple] = []
         self.prepared: list[Tuple] = []
@@ -254,3 +260,50 @@ class StatefulBoltExecutor(_CheckpointAware):
         if store is not None:
             release_store(store)
             self.store = None
+
+
+class SyncCheckpointForwarder(CheckpointForwarder):
+    """A ``CheckpointForwarder`` around a bolt with a sync ``execute``: it runs as a sync
+    bolt, without a coroutine per tuple."""
+
+    def execute(self, tup: Tuple) -> None:  # type: ignore[override]
+        if tup.source_stream == CHECKPOINT_STREAM:
+            _run_now(self._checkpoint(tup))
+        else:
+            self._run(tup)
+
+
+class SyncStatefulBoltExecutor(StatefulBoltExecutor):
+    """A ``StatefulBoltExecutor`` around a bolt whose ``execute`` and state hooks are all
+    sync: it runs as a sync bolt, without a coroutine per tuple."""
+
+    def execute(self, tup: Tuple) -> None:  # type: ignore[override]
+        if tup.source_stream == CHECKPOINT_STREAM:
+            _run_now(self._checkpoint(tup))
+        elif self.initialized:
+            self._run(tup)
+        else:
+            self.pending.append(tup)
+
+
+_STATE_HOOKS = ("execute", "init_state", "pre_prepare", "pre_commit", "pre_rollback")
+
+
+def wrap_for_checkpoints(bolt: Bolt | BasicBolt, stateful: bool) -> _CheckpointAware:
+    """The executor for ``bolt`` in a stateful topology: sync where every method it calls
+    per tuple or per checkpoint is (the user's ``prepare`` may be async either way)."""
+    names = _STATE_HOOKS if stateful else _STATE_HOOKS[:1]
+    sync = not any(inspect.iscoroutinefunction(getattr(bolt, n, None)) for n in names)
+    if stateful:
+        return SyncStatefulBoltExecutor(bolt) if sync else StatefulBoltExecutor(bolt)
+    return SyncCheckpointForwarder(bolt) if sync else CheckpointForwarder(bolt)
+
+
+def _run_now(step: Coroutine[Any, Any, None]) -> None:
+    """Run a checkpoint step whose awaits are all sync methods (so it never suspends)."""
+    try:
+        step.send(None)
+    except StopIteration:
+        return
+    step.close()
+    raise RuntimeError("a checkpoint step suspended in a sync executor")
