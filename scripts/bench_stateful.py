@@ -21,6 +21,8 @@ After each run the output topic is read back. The rate is steady state, from the
 timestamp of the first output record to that of the last; the CPU time is the system's
 process's, start-up included, per input record. The final counts must be exact: each
 word's largest count equals its number of records (a replay would show as a larger one).
+Last, the engine's state is timed on its own: ``get`` + ``put`` per record, and the
+SQLite prepare + commit per checkpoint.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from bench_kafka import FAST_GROUP, PEER_SCRIPT, _cpu_seconds, peer_python  # no
 from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
 from engine import Config, LocalCluster  # noqa: E402
 from engine.gc_tuning import tune_gc  # noqa: E402
+from engine.state import KeyValueState, SqliteStateStore  # noqa: E402
 from topologies import stateful_word_count  # noqa: E402
 
 LABELS = {"engine": "engine: topologies/stateful_word_count.py, default CONF",
@@ -194,6 +197,32 @@ async def one_run(system: str, run: int, bootstrap: str, broker: TestingBroker |
     return outcome
 
 
+def state_cost(words: list[str], per_round: int = 30_000) -> str:
+    """The engine's state on its own: ``get`` + ``put`` per record, and prepare + commit per
+    checkpoint, with ``per_round`` records between checkpoints (about a second's worth)."""
+    with tempfile.TemporaryDirectory(prefix="bench-state-") as directory:
+        store = SqliteStateStore(Path(directory) / "state.sqlite3")
+        state = KeyValueState(store, "bench/count-1")
+        updates = checkpoints = 0.0
+        changed, rounds = 0, 0
+        for start in range(0, len(words), per_round):
+            t0 = time.perf_counter()
+            for word in words[start:start + per_round]:
+                state.put(word, state.get(word, 0) + 1)
+            t1 = time.perf_counter()
+            changed += len(set(words[start:start + per_round]))
+            state.prepare_commit(rounds)
+            state.commit(rounds)
+            checkpoints += time.perf_counter() - t1
+            updates += t1 - t0
+            rounds += 1
+        store.close()
+    n = len(words)
+    return (f"engine state alone: get+put {updates / n * 1e9:.0f} ns per record; prepare+commit "
+            f"{checkpoints / rounds * 1e3:.1f} ms per checkpoint of {changed // rounds:,} changed "
+            f"keys ({checkpoints / n * 1e9:.0f} ns per record at {per_round:,} records a round)")
+
+
 def table(results: dict[str, list[Outcome]], records: int) -> list[str]:
     """The summary: per system the median rate and CPU per record; per run the ratio."""
     lines = [f"{'system':<55} {'records/s':>10} {'spread':>19} {'CPU s/record':>13}"]
@@ -244,6 +273,8 @@ async def main(args: argparse.Namespace) -> None:
             broker.stop()
     print()
     print("\n".join(table(results, args.records)))
+    if "engine" in systems:
+        print(state_cost(words))
 
 
 def _parser() -> argparse.ArgumentParser:
