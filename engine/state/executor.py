@@ -211,9 +211,15 @@ class StatefulBoltExecutor(_CheckpointAware):
         self.pending: list[Tuple] = []
         self.prepared: list[Tuple] = []
         await awaitable(self.bolt, "prepare")(conf, context, self.collector)
+        self.state = self.open_state(conf, context)
+
+    def open_state(self, conf: dict[str, Any], context: TopologyContext) -> KeyValueState:
+        """The task's state, the one place that says where it lives: a ``KeyValueState``
+        in the shared store, namespaced ``<topology>/<component>-<task>``. The executor
+        needs of it only the map the bolt gets and ``prepare_commit``/``commit``/``rollback``."""
         self.store: SqliteStateStore | None = open_store(conf)
         namespace = f"{context.topology_name}/{context.component_id}-{context.task_id}"
-        self.state = KeyValueState(self.store, namespace)
+        return KeyValueState(self.store, namespace)
 
     async def _handle(self, tup: Tuple) -> None:
         if self.initialized:
