@@ -96,7 +96,7 @@ def build_manager(spec: WindowSpec) -> WindowManager:
     else:
         trigger = WatermarkTimeTrigger if spec.event_time else TimeTrigger
         n = slide.millis
-    return WindowManager(eviction, lambda m, e: trigger(n, m, e))
+    return WindowManager(eviction, lambda m, e: trigger(n, m, e), spec.incremental)
 
 
 class WindowedOutputCollector:
@@ -257,8 +257,9 @@ class WindowedBoltExecutor(Bolt):
     def _window(self, act: Activation) -> TupleWindow:
         length = self.spec.length
         start = act.reference_time - length.millis if isinstance(length, Duration) else None
-        self.collector.anchors = act.items
-        return TupleWindow(act.items, act.new, act.expired, start, act.reference_time)
+        self.collector.anchors = act.new if act.items is None else act.items
+        return TupleWindow(act.items, act.new, act.expired, start, act.reference_time,
+                           act.size)
 
     def _expire(self, out: Expired) -> None:
         ack, failed = self.out.ack, self._failed_ids
@@ -274,7 +275,7 @@ class WindowedBoltExecutor(Bolt):
     def _failed(self, act: Activation, exc: BaseException) -> None:
         self.out.report_error(exc)
         failed = self._failed_ids
-        for tup in act.items:
+        for tup in act.new if act.items is None else act.items:
             if id(tup) not in failed:
                 failed.add(id(tup))
                 self.out.fail(tup)
