@@ -1,15 +1,23 @@
 """Sliding-window throughput and memory: length 10 s, slide 1 s, by event time.
 
-    python scripts/bench_windows.py [--tuples 1000000] [--rates 1000,10000]
+    python scripts/bench_windows.py [--tuples 1000000] [--rates 10000,1000]
+                                    [--forms incremental,recount]
 
 Each run, in a fresh process: a spout emits ``--tuples`` tracked ``(word, ts)`` tuples whose
 event timestamps advance ``rate`` tuples per event-second, into a windowed bolt (length
 10 s, slide 1 s, watermark every 10 ms) that counts the words of every window and emits
 one summary per evaluation; every tuple is acked when it leaves the window. A window thus
-holds about ``10 x rate`` tuples, and each tuple is evaluated in ten windows. Printed:
-tuples/s through the window beside the plain acked word count's words/s (same number of
-tuples), the process's peak RSS per run, and the window's own bytes per tuple held
-(tracemalloc over the window manager holding real tuples).
+holds about ``10 x rate`` tuples, and each tuple is evaluated in ten windows. Two forms of
+the bolt:
+
+- ``incremental``: ``with_incremental()``, counts kept from ``get_new()`` and
+  ``get_expired()`` (each evaluation costs what entered and left the window);
+- ``recount``: counts the whole of ``window.get()`` at every evaluation (Storm's plain
+  ``execute(window)``), for reference.
+
+Printed: tuples/s through the window beside the plain acked word count's words/s (same
+number of tuples, same run), the process's peak RSS per run, and the window's own bytes
+per tuple held (tracemalloc over the window manager holding real tuples).
 """
 
 from __future__ import annotations
@@ -64,7 +72,7 @@ class TimedWords(Spout):
 
 
 class WindowWordCount(BaseWindowedBolt):
-    """Counts the words of each window; emits (distinct words, tuples in the window)."""
+    """Recounts the words of each window; emits (distinct words, tuples in the window)."""
 
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(["distinct", "size"])
@@ -78,9 +86,39 @@ class WindowWordCount(BaseWindowedBolt):
         self.collector.emit([len(counts), len(tuples)])
 
 
-async def _windowed(n: int, rate: int) -> float:
+class IncrementalWordCount(BaseWindowedBolt):
+    """Keeps the window's word counts from what entered and left it; emits as the recount."""
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["distinct", "size"])
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.counts: Counter[str] = Counter()
+
+    def execute(self, window: TupleWindow) -> None:
+        counts = self.counts
+        for t in window.get_new():
+            counts[t.values[0]] += 1
+        for t in window.get_expired():
+            word = t.values[0]
+            left = counts[word] - 1
+            if left:
+                counts[word] = left
+            else:
+                del counts[word]
+        self.collector.emit([len(counts), len(window)])
+
+
+FORMS = {"incremental": IncrementalWordCount, "recount": WindowWordCount}
+
+
+async def _windowed(n: int, rate: int, form: str) -> float:
     spout = TimedWords(n, rate)
-    window = (WindowWordCount().with_window(LENGTH, SLIDE).with_timestamp_field("ts")
+    bolt = FORMS[form]()
+    if form == "incremental":
+        bolt.with_incremental()
+    window = (bolt.with_window(LENGTH, SLIDE).with_timestamp_field("ts")
               .with_watermark_interval(Duration(0.01)))
     b = TopologyBuilder()
     b.set_spout("words", spout)
@@ -99,9 +137,9 @@ async def _windowed(n: int, rate: int) -> float:
     return target / elapsed
 
 
-def windowed_run(n: int, rate: int) -> tuple[float, float]:
+def windowed_run(n: int, rate: int, form: str) -> tuple[float, float]:
     """One windowed run in a fresh process: (tuples/s, peak RSS in MB)."""
-    out = subprocess.run([sys.executable, __file__, "--child", str(n), str(rate)],
+    out = subprocess.run([sys.executable, __file__, "--child", str(n), str(rate), form],
                          capture_output=True, text=True, check=True)
     rate_s, rss = out.stdout.split()[-2:]
     return float(rate_s), float(rss)
@@ -129,23 +167,26 @@ def window_bytes_per_tuple(size: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tuples", type=int, default=1_000_000)
-    parser.add_argument("--rates", default="1000,10000",
+    parser.add_argument("--rates", default="10000,1000",
                         help="event-time tuples per second, comma-separated")
-    parser.add_argument("--child", nargs=2, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--forms", default="incremental,recount",
+                        help=f"comma-separated subset of {','.join(FORMS)}")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        per_sec = run_loop(_windowed(*args.child))
+        per_sec = run_loop(_windowed(int(args.child[0]), int(args.child[1]), args.child[2]))
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"{per_sec:.0f} {rss_mb:.1f}")
         return
     n = args.tuples
     print(f"sliding window 10 s / 1 s by event time, {n:,} tuples, hot path {hot_path()}")
     words = engine_word_count_run(n // 10, ackers=1)
-    print(f"  plain acked word count          {words:>12,.0f} words/s ({n:,} words)")
+    print(f"  plain acked word count             {words:>12,.0f} words/s ({n:,} words)")
     for rate in (int(r) for r in args.rates.split(",")):
-        per_sec, rss = windowed_run(n, rate)
-        print(f"  window of ~{rate * 10:>7,} tuples      {per_sec:>12,.0f} tuples/s "
-              f"(x{words / per_sec:.1f} slower), peak RSS {rss:,.0f} MB")
+        for form in args.forms.split(","):
+            per_sec, rss = windowed_run(n, rate, form)
+            print(f"  {form:<11} window of ~{rate * 10:>7,}  {per_sec:>12,.0f} tuples/s "
+                  f"({per_sec / words:.2f} of the word count), peak RSS {rss:,.0f} MB")
     for size in (10_000, 100_000, 1_000_000):
         own, total = window_bytes_per_tuple(size)
         print(f"  window holding {size:>9,} tuples: {own:.0f} bytes per tuple for the window's "

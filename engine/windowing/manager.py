@@ -99,7 +99,9 @@ class WindowManager:
         self.queue.append(Event(item, ts))
         self.eviction.track(False)
         self.trigger.track(None, now)
-        self._compact()
+        self._since_expiry += 1
+        if self._since_expiry >= EXPIRE_EVENTS_THRESHOLD:
+            self._scan(full=False)
 
     def add_watermark(self, ts: int, now: int) -> None:
         """Every event up to ``ts`` has arrived: event-time triggers evaluate up to it."""
