@@ -71,8 +71,9 @@ class BaseWindowedBolt(Component):
     """A bolt evaluated over windows of tuples (sliding or tumbling, by count or duration).
 
     Implement ``execute(self, window)`` (``def`` or ``async def``). Everything emitted from it
-    without explicit anchors is anchored to every tuple of the window; a tuple is acked when
-    it expires from the window (after length + slide), late tuples at once.
+    without explicit anchors is anchored to every tuple of the window (to the new ones in
+    the incremental form, ``with_incremental()``); a tuple is acked when it expires from the
+    window (after length + slide), late tuples at once.
     """
 
     def _spec(self) -> WindowSpec:
