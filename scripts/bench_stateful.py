@@ -94,10 +94,13 @@ async def run_engine(bootstrap: str, source: str, sink: str, group: str, records
         tune_gc()
         while _acked(cluster) < records:
             await asyncio.sleep(0.1)
-        failed = cluster.stats("bench-stateful")["components"]["sentences"]["failed"]
+        stats = cluster.stats("bench-stateful")
         await cluster.kill_topology("bench-stateful", wait_secs=5)
-    if failed:
-        print(f"  note: {failed} tuples failed and were replayed")
+    latency, spout = stats["complete_latency_ms"], stats["components"]["sentences"]
+    failed = f"; {spout['failed']} trees failed and replayed" if spout["failed"] else ""
+    print(f"  engine: complete latency p50 {latency['p50'] or 0:,.0f} ms, p99 "
+          f"{latency['p99'] or 0:,.0f} ms; in-flight limit at the end "
+          f"{spout['in_flight_limit']}{failed}")
 
 
 def _acked(cluster: LocalCluster) -> int:
