@@ -31,14 +31,12 @@ import argparse
 import asyncio
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
@@ -46,10 +44,11 @@ if str(_ROOT) not in sys.path:
 
 # The imports below need the path set above.
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
-from bench_kafka import FAST_GROUP, PEER_SCRIPT, _cpu_seconds, peer_python  # noqa: E402
+from bench_kafka import FAST_GROUP, _cpu_seconds, peer_python, run_peer  # noqa: E402
 
 from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
 from engine import Config, LocalCluster  # noqa: E402
+from engine.cli import _loop_runner  # noqa: E402
 from engine.gc_tuning import tune_gc  # noqa: E402
 from engine.state import KeyValueState, SqliteStateStore  # noqa: E402
 from topologies import stateful_word_count  # noqa: E402
@@ -105,23 +104,6 @@ async def run_engine(bootstrap: str, source: str, sink: str, group: str, records
 
 def _acked(cluster: LocalCluster) -> int:
     return int(cluster.stats("bench-stateful")["components"]["sentences"]["acked"])
-
-
-def run_quix(bootstrap: str, source: str, sink: str, group: str, records: int,
-             state_dir: str, timeout: float) -> str | None:
-    """quixstreams' stateful count to completion; returns a note if it failed."""
-    cmd = [str(peer_python()), str(PEER_SCRIPT), "quix-count", "--bootstrap", bootstrap,
-           "--source", source, "--sink", sink, "--group", group, "--records", str(records),
-           "--state-dir", state_dir]
-    try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return f"stopped after {timeout:.0f}s"
-    if proc.returncode != 0:
-        tail = proc.stdout.decode(errors="replace").strip().splitlines()[-5:]
-        return f"exit {proc.returncode}: " + " | ".join(tail)
-    return None
 
 
 @dataclass
@@ -185,8 +167,9 @@ async def one_run(system: str, run: int, bootstrap: str, broker: TestingBroker |
         if system == "engine":
             await run_engine(bootstrap, source, sink, group, args.records, state_dir)
         else:
-            note = await asyncio.to_thread(run_quix, bootstrap, source, sink, group,
-                                           args.records, state_dir, args.peer_timeout)
+            note = await asyncio.to_thread(run_peer, "quix-count", bootstrap, source, sink,
+                                           group, args.records, args.peer_timeout,
+                                           ("--state-dir", state_dir))
         cpu = _cpu_seconds("engine" if system == "engine" else "quix") - cpu_before
         wall = time.monotonic() - started
     outcome = await read_outputs(bootstrap, sink, args.partitions, truth)
@@ -294,16 +277,5 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run(coro: Any) -> None:
-    """Run ``coro`` on uvloop where installed, as the engine's command line does."""
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(coro)
-    else:
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(coro)
-
-
 if __name__ == "__main__":
-    _run(main(_parser().parse_args()))
+    _loop_runner(main(_parser().parse_args()))
