@@ -211,6 +211,11 @@ class HoldLimit(FlowLimit):
         """The memory bound: ``HOLD_MAX_LIMIT``, or the cap if lower."""
         return HOLD_MAX_LIMIT if self._cap is None else min(HOLD_MAX_LIMIT, self._cap)
 
+    def target(self) -> float:
+        """How long a call must hang before its queue's tuples count as stranded (the spout
+        executor's widening): half the timeout, as no latency is measured here."""
+        return self.timeout * 0.5
+
     def acked(self, n: int) -> None:
         """Acks while the limit held the spout back: time to re-measure, perhaps."""
         self.observe(self._clock())

@@ -81,3 +81,7 @@ def test_a_stall_leaves_the_limit_where_it_was() -> None:
     flow.timed_out(src.now, 0)
     assert flow.limit == before  # a gap is no measurement
     assert not flow.timed_out(src.now, 0) and not flow.latency(0.0, src.now, 0)  # never cuts
+
+
+def test_a_hung_call_counts_as_stuck_after_half_the_timeout() -> None:
+    assert Source().limit().target() == 15.0  # timeout 30 s
