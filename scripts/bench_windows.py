@@ -16,8 +16,10 @@ the bolt:
   ``execute(window)``), for reference.
 
 Printed: tuples/s through the window beside the plain acked word count's words/s (same
-number of tuples, same run), the process's peak RSS per run, and the window's own bytes
-per tuple held (tracemalloc over the window manager holding real tuples).
+number of tuples, same run), the process's peak RSS per run and its resident memory at a
+quarter, half and the end of the run (flat when the window's memory keeps to its size), and
+the window's own bytes per tuple held (tracemalloc over the window manager holding real
+tuples).
 """
 
 from __future__ import annotations
@@ -113,7 +115,15 @@ class IncrementalWordCount(BaseWindowedBolt):
 FORMS = {"incremental": IncrementalWordCount, "recount": WindowWordCount}
 
 
-async def _windowed(n: int, rate: int, form: str) -> float:
+def rss_mb() -> float:
+    """The process's resident memory now, in MB (Linux)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize() / (1 << 20)
+
+
+async def _windowed(n: int, rate: int, form: str) -> tuple[float, list[float]]:
+    """Tuples/s through the window, and the resident MB once a quarter, half and all of
+    the run's expiries were acked (flat at a steady rate: the window keeps its size)."""
     spout = TimedWords(n, rate)
     bolt = FORMS[form]()
     if form == "incremental":
@@ -132,17 +142,21 @@ async def _windowed(n: int, rate: int, form: str) -> float:
         tune_gc()
         # Every tuple older than the last ~11 s of event time has been acked on expiry.
         target = n - rate * (LENGTH.millis + SLIDE.millis) // 1000 - rate
-        await wait_until(lambda: spout.acked[0] >= target, timeout=600, interval=0.01)
+        memory = []
+        for mark in (target // 4, target // 2, target):
+            await wait_until(lambda m=mark: spout.acked[0] >= m, timeout=600, interval=0.01)
+            memory.append(rss_mb())
         elapsed = time.perf_counter() - start
-    return target / elapsed
+    return target / elapsed, memory
 
 
-def windowed_run(n: int, rate: int, form: str) -> tuple[float, float]:
-    """One windowed run in a fresh process: (tuples/s, peak RSS in MB)."""
+def windowed_run(n: int, rate: int, form: str) -> tuple[float, float, str]:
+    """One windowed run in a fresh process: tuples/s, peak RSS in MB, and the resident MB
+    at a quarter, half and all of the run."""
     out = subprocess.run([sys.executable, __file__, "--child", str(n), str(rate), form],
                          capture_output=True, text=True, check=True)
-    rate_s, rss = out.stdout.split()[-2:]
-    return float(rate_s), float(rss)
+    rate_s, rss, memory = out.stdout.split()[-3:]
+    return float(rate_s), float(rss), memory
 
 
 def window_bytes_per_tuple(size: int) -> tuple[float, float]:
@@ -174,9 +188,10 @@ def main() -> None:
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        per_sec = run_loop(_windowed(int(args.child[0]), int(args.child[1]), args.child[2]))
-        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"{per_sec:.0f} {rss_mb:.1f}")
+        per_sec, memory = run_loop(_windowed(int(args.child[0]), int(args.child[1]),
+                                             args.child[2]))
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"{per_sec:.0f} {peak:.1f} {'/'.join(f'{m:.0f}' for m in memory)}")
         return
     n = args.tuples
     print(f"sliding window 10 s / 1 s by event time, {n:,} tuples, hot path {hot_path()}")
@@ -184,9 +199,10 @@ def main() -> None:
     print(f"  plain acked word count             {words:>12,.0f} words/s ({n:,} words)")
     for rate in (int(r) for r in args.rates.split(",")):
         for form in args.forms.split(","):
-            per_sec, rss = windowed_run(n, rate, form)
+            per_sec, rss, memory = windowed_run(n, rate, form)
             print(f"  {form:<11} window of ~{rate * 10:>7,}  {per_sec:>12,.0f} tuples/s "
-                  f"({per_sec / words:.2f} of the word count), peak RSS {rss:,.0f} MB")
+                  f"({per_sec / words:.2f} of the word count), peak RSS {rss:,.0f} MB, "
+                  f"resident at 1/4, 1/2, all of the run {memory} MB")
     for size in (10_000, 100_000, 1_000_000):
         own, total = window_bytes_per_tuple(size)
         print(f"  window holding {size:>9,} tuples: {own:.0f} bytes per tuple for the window's "
