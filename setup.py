@@ -53,6 +53,16 @@ def remove_compiled(hotpath: Any) -> None:
             path.unlink()
 
 
+def leave_note(hotpath: Any, package_dir: Path, why: str | None) -> None:
+    """Say in the package why the install has the plain modules (``hotpath.build_state``
+    reads it), or remove an earlier note when it has the compiled ones."""
+    note = package_dir / hotpath.BUILD_NOTE
+    if why is None:
+        note.unlink(missing_ok=True)
+    elif package_dir.is_dir():
+        note.write_text(f"the install used the plain modules: {why}\n", encoding="utf-8")
+
+
 def planned_extensions(hotpath: Any) -> list[Extension]:
     """The extensions' names, without running mypyc: the shared library of the group and
     one small module per hot-path module. ``BuildHotPath`` fills in the sources."""
@@ -81,7 +91,12 @@ class BuildHotPath(build_ext):
         except (Exception, SystemExit) as exc:  # mypyc exits on type errors
             self._fall_back(hotpath, f"compilation failed: {type(exc).__name__}: {exc}")
             return
+        leave_note(hotpath, self._package_dir(), None)
         say(f"stormloop: compiled the hot path in {time.monotonic() - started:.1f} s")
+
+    def _package_dir(self) -> Path:
+        """Where the built ``engine`` package is: the source tree in place, else build_lib."""
+        return Path("engine") if self.inplace else Path(self.build_lib, "engine")
 
     def build_extensions(self) -> None:
         # distutils compiles an extension's sources one after the other, and extensions
@@ -155,6 +170,7 @@ class BuildHotPath(build_ext):
         self.extensions = []
         if self.inplace:
             remove_compiled(hotpath)
+        leave_note(hotpath, self._package_dir(), why)
         say(f"WARNING stormloop: {why}; installed the plain Python modules instead: "
             f"{PURE_COST}. With a C compiler (gcc or clang and the Python headers), "
             f"install again to compile.")
@@ -165,6 +181,7 @@ def ext_modules() -> list[Extension]:
     hotpath = load_hotpath()
     if hotpath.pure_requested():
         remove_compiled(hotpath)
+        leave_note(hotpath, Path("engine"), "STORMLOOP_PURE was set")
         return []
     return planned_extensions(hotpath)
 

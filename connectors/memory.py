@@ -1,6 +1,7 @@
 """In-memory spouts and a collecting bolt: the embedded default (no Kafka, no Spark).
 
-``ListSpout`` replays failed items, so every item is acked at least once; ``QueueSpout``
+``ListSpout`` replays failed items up to ``max_retries`` times (10 by default), so every
+item is acked at least once or given up with a WARNING line; ``QueueSpout``
 takes items from an ``asyncio.Queue`` the embedding service fills, and its ``put`` tells
 the caller when an item was fully processed; ``CollectBolt``
 appends every tuple's values to a shared list.
@@ -9,6 +10,7 @@ appends every tuple's values to a shared list.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -16,11 +18,40 @@ from typing import Any
 from engine import Bolt, Spout
 from engine.collector import OutputCollector
 from engine.context import TopologyContext
+from engine.log_throttle import IntervalWarning
 from engine.spout_collector import SpoutOutputCollector
 from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
 
-__all__ = ["CollectBolt", "ItemAbandoned", "ItemFailed", "ListSpout", "QueueSpout"]
+__all__ = ["DEFAULT_MAX_RETRIES", "CollectBolt", "ItemAbandoned", "ItemFailed", "ListSpout",
+           "QueueSpout"]
+
+log = logging.getLogger("connectors.memory")
+
+DEFAULT_MAX_RETRIES = 10
+"""How often ``ListSpout`` replays a failed item before it gives the item up."""
+
+
+def _check_retries(who: str, max_retries: int | None) -> None:
+    if max_retries is not None and (isinstance(max_retries, bool)
+                                    or not isinstance(max_retries, int) or max_retries < 0):
+        raise ValueError(f"{who}: max_retries must be >= 0 or None, got {max_retries!r}")
+
+
+class _GiveUps:
+    """Items a spout component gave up (shared by its tasks): a count, and a WARNING line
+    for the first one and at most one per 10 s after it, counting those in between."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._warning = IntervalWarning(log)
+
+    def record(self, who: str, values: Sequence[Any], attempts: int, max_retries: int,
+               reason: Any) -> None:
+        self.count += 1
+        why = f": {getattr(reason, 'message', reason)}" if reason is not None else ""
+        self._warning.warn(who, "gave up item %r after %d attempts (max_retries=%d)%s",
+                           list(values), attempts, max_retries, why)
 
 
 class ListSpout(Spout):
@@ -29,16 +60,28 @@ class ListSpout(Spout):
     With several tasks, task ``i`` of ``n`` takes items ``i, i + n, i + 2n, ...``.
     ``repeat`` cycles the list that many times (``None``: forever). ``acked``/``failed``
     (shared lists, set in ``__init__``) record msg ids, which are ``(cycle, index)``.
+    A failed item is replayed at most ``max_retries`` times (``None``: forever); then it
+    is given up: counted in ``given_up`` and ``metrics()``, and logged as a WARNING (the
+    first, then at most one line per 10 s counting the rest).
     """
 
     def __init__(self, items: Sequence[Sequence[Any]], fields: Iterable[str],
-                 repeat: int | None = 1, per_call: int = 1) -> None:
+                 repeat: int | None = 1, per_call: int = 1,
+                 max_retries: int | None = DEFAULT_MAX_RETRIES) -> None:
+        _check_retries("ListSpout", max_retries)
         self.items = items
         self.fields = list(fields)
         self.repeat = repeat
         self.per_call = per_call
+        self.max_retries = max_retries
         self.acked: list[Any] = []
         self.failed: list[Any] = []
+        self._give_ups = _GiveUps()
+
+    @property
+    def given_up(self) -> int:
+        """Items given up after ``max_retries`` replays, by every task of the component."""
+        return self._give_ups.count
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(self.fields)
@@ -52,6 +95,9 @@ class ListSpout(Spout):
         self._position = context.task_index
         self._end = None if self.repeat is None else self.repeat * len(self.items)
         self._replay: deque[tuple[int, int]] = deque()
+        self._fails: dict[tuple[int, int], int] = {}  # msg id -> fails so far, while failing
+        self._given_up_here = 0
+        self._who = f"ListSpout {context.component_id!r} task {context.task_id}"
 
     def exhausted(self) -> bool:
         """True once every item was emitted and no replay is waiting."""
@@ -72,10 +118,25 @@ class ListSpout(Spout):
 
     def ack(self, msg_id: Any) -> None:
         self.acked.append(msg_id)
+        if self._fails:
+            self._fails.pop(msg_id, None)
 
-    def fail(self, msg_id: Any) -> None:
+    def fail(self, msg_id: Any, reason: Any = None) -> None:
+        """Replay ``msg_id``, unless it failed ``max_retries`` times before: give it up."""
         self.failed.append(msg_id)
-        self._replay.append(msg_id)
+        fails = self._fails.get(msg_id, 0) + 1
+        if self.max_retries is None or fails <= self.max_retries:
+            self._fails[msg_id] = fails
+            self._replay.append(msg_id)
+            return
+        self._fails.pop(msg_id, None)
+        self._given_up_here += 1
+        self._give_ups.record(self._who, self.items[msg_id[1]], fails, self.max_retries,
+                              reason)
+
+    def metrics(self) -> dict[str, Any]:
+        """This task's figures: ``given_up``, items it stopped replaying."""
+        return {"given_up": getattr(self, "_given_up_here", 0)}
 
 
 class ItemFailed(Exception):
@@ -128,14 +189,23 @@ class QueueSpout(Spout):
 
     def __init__(self, queue: asyncio.Queue[Sequence[Any]], fields: Iterable[str],
                  max_retries: int | None = None) -> None:
-        if max_retries is not None and max_retries < 0:
-            raise ValueError(f"QueueSpout: max_retries must be >= 0 or None, got {max_retries}")
+        _check_retries("QueueSpout", max_retries)
         self.queue = queue
         self.fields = list(fields)
         self.max_retries = max_retries
         # Lists, so that every task's copy counts into the same cell.
         self._acked = [0]
         self._finished = [False]
+        self._give_ups = _GiveUps()
+
+    @property
+    def given_up(self) -> int:
+        """Items failed for the last time (``max_retries`` replays used), by every task."""
+        return self._give_ups.count
+
+    def metrics(self) -> dict[str, Any]:
+        """This task's figures: ``given_up``, items it stopped replaying."""
+        return {"given_up": getattr(self, "_given_up_here", 0)}
 
     @property
     def acked(self) -> int:
@@ -168,6 +238,8 @@ class QueueSpout(Spout):
         # msg id -> [values, future or None, attempts]
         self._in_flight: dict[int, list[Any]] = {}
         self._replay: deque[int] = deque()
+        self._given_up_here = 0
+        self._who = f"QueueSpout {context.component_id!r} task {context.task_id}"
 
     def exhausted(self) -> bool:
         """True after ``finish()`` once the queue is empty and this task has nothing left."""
@@ -206,6 +278,8 @@ class QueueSpout(Spout):
             self._replay.append(msg_id)
             return
         del self._in_flight[msg_id]
+        self._given_up_here += 1
+        self._give_ups.record(self._who, entry[0], entry[2], self.max_retries, reason)
         if entry[1] is not None and not entry[1].done():
             entry[1].set_exception(ItemFailed(entry[0], entry[2], reason))
 

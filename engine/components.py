@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from engine.collector import BasicOutputCollector, OutputCollector
     from engine.context import TopologyContext
+    from engine.declarer import OutputFieldsDeclarer
     from engine.spout_collector import SpoutOutputCollector
-    from engine.topology import OutputFieldsDeclarer
     from engine.tuples import Tuple
 
 __all__ = ["BasicBolt", "Bolt", "Component", "Spout"]

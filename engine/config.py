@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine import sqlite_file
 from engine.errors import ConfigError
 
 __all__ = [
@@ -66,7 +67,7 @@ DEFAULTS: dict[str, Any] = {
     TOPOLOGY_DEBUG: False,
     TOPOLOGY_STATS_SAMPLE_RATE: 0.05,
     TOPOLOGY_LOOP_BLOCK_WARN_SECS: 1.0,
-    TOPOLOGY_STATE_DIR: ".stormloop-state",
+    TOPOLOGY_STATE_DIR: sqlite_file.DEFAULT_STATE_DIR,
     TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: 1000,
     TOPOLOGY_NAME: None,
     TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS: None,

@@ -7,7 +7,17 @@ from typing import Any
 
 from engine.tuples import Fields
 
-__all__ = ["TopologyContext"]
+__all__ = ["StopTime", "TopologyContext"]
+
+
+class StopTime:
+    """When a stop wants a topology's tasks closed: one per topology, shared by its
+    tasks' contexts; ``deadline`` (loop time) is None until the drain is over."""
+
+    __slots__ = ("deadline",)
+
+    def __init__(self) -> None:
+        self.deadline: float | None = None
 
 
 class TopologyContext:
@@ -17,7 +27,7 @@ class TopologyContext:
                  component_tasks: Mapping[str, list[int]],
                  output_fields: Mapping[str, Mapping[str, Fields]],
                  sources: Mapping[str, list[tuple[str, str]]],
-                 conf: Mapping[str, Any]) -> None:
+                 conf: Mapping[str, Any], stop: StopTime | None = None) -> None:
         self.topology_name = topology_name
         self.task_id = task_id
         self.component_id = component_id
@@ -25,6 +35,17 @@ class TopologyContext:
         self._output_fields = output_fields
         self._sources = sources
         self.conf = conf
+        self._stop = StopTime() if stop is None else stop
+
+    @property
+    def stop_deadline(self) -> float | None:
+        """The loop time (``asyncio.get_running_loop().time()``) by which a stop wants
+        every task closed, set once its drain is over: the end of the drain
+        (``kill_topology``'s ``wait_secs``, the runner's ``--drain-secs``), and at least
+        ``CLOSE_GRACE_SECS`` (2 s) after the drain; None while the topology runs. A
+        ``close`` or ``cleanup`` whose goodbyes can hang (leaving a Kafka consumer group)
+        bounds them by it."""
+        return self._stop.deadline
 
     @property
     def task_index(self) -> int:

@@ -14,11 +14,12 @@ deadline, ``latest arrival + timeout``, updated in place as the group grows. Con
   what expires (plus, in C, skipping the slots of keys deleted since the dict last
   compacted), and, polled every tick, at most ``timeout / tick + 3`` marks live in the dict.
 
-Guarantee: a key inserted after ``arrive(d, t)`` is among the keys returned by the first
-``due_keys(d, now)`` with ``now >= t + timeout + tick`` and by none with ``now < t + timeout``;
-polled every ``tick``, it comes out in ``[t + timeout, t + timeout + 2 * tick)``. This holds
-while ``arrive`` sees non-decreasing times (a loop's clock); a key inserted with an earlier
-time than the one before it can only come out late.
+Guarantee: a key inserted after ``arrive(d, t)`` is returned by no ``due_keys(d, now)``
+with ``now < t + timeout``, whatever order the arrival times come in (a group's deadline
+only ever grows). While ``arrive`` sees non-decreasing times (a loop's clock), it is among
+the keys returned by the first ``due_keys(d, now)`` with ``now >= t + timeout + tick``;
+polled every ``tick``, it comes out in ``[t + timeout, t + timeout + 2 * tick)``. A key
+inserted with an earlier time than the one before it can only come out late.
 
 Prior art: Storm's ``RotatingMap`` (buckets rotated each timeout; a key expires between
 T and 2T), Varghese & Lauck's hashed wheel (needed when timeouts differ per key).
@@ -51,7 +52,7 @@ class _Mark:
 class Deadlines:
     """Group marks for one timeout inside an owner's insertion-ordered dict."""
 
-    __slots__ = ("_group", "_marks", "tick", "timeout")
+    __slots__ = ("_end", "_group", "_marks", "tick", "timeout")
 
     def __init__(self, timeout: float, tick: float | None = None) -> None:
         if timeout <= 0:
@@ -63,6 +64,7 @@ class Deadlines:
         """How often the owner should call ``due_keys`` (seconds)."""
         self._marks: deque[_Mark] = deque()  # the marks in ``entries``, oldest first
         self._group: int = _NO_GROUP  # the tick index of the newest mark's group
+        self._end: float = 0.0  # the newest mark's deadline
 
     @property
     def marks(self) -> int:
@@ -72,11 +74,15 @@ class Deadlines:
     def arrive(self, entries: dict[Any, Any], now: float) -> None:
         """Call before inserting keys that arrive at ``now`` into ``entries``."""
         group = floor(now / self.tick)
+        end = now + self.timeout
         if group > self._group:
             self._group = group
             self._marks.append(_Mark())
+        elif end <= self._end:
+            return  # an earlier time (or the same): the group's later deadline covers it
+        self._end = end
         # In place: the mark keeps its position, its group now ends later.
-        entries[self._marks[-1]] = now + self.timeout
+        entries[self._marks[-1]] = end
 
     def due_keys(self, entries: dict[Any, Any], now: float) -> list[Any]:
         """The owner's keys due at ``now``, oldest first; the owner removes them itself.

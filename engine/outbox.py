@@ -1,8 +1,8 @@
 """The outbox: an executor's outgoing batches, and the three ways they are flushed.
 
-Collectors append emitted tuples to ``bufs`` (one list per destination executor) and acker
-messages to ``acker_bufs``/``acker_acks`` (per acker); nothing there awaits. The batches
-leave in one of three ways, and only here:
+Collectors ``push`` emitted tuples (buffered per destination executor) and ``send`` or
+``ack`` acker messages (buffered per acker) through the outbox's verbs; nothing there
+awaits. The batches leave in one of three ways, and only here:
 
 1. **Awaited** (``flush``): a bolt executor after each batch of ``execute`` calls. Acker
    messages go at once; tuples wait while a destination queue is full. This is the
@@ -11,8 +11,8 @@ leave in one of three ways, and only here:
    ``next_tuple``. Like the awaited flush, but while a destination is full it keeps
    handling the acks, fails and timeouts arriving in its own inbox, so that a fail never
    waits for downstream room.
-3. **Immediate** (``schedule_flush``): an emit, ack or fail made outside ``execute`` and
-   ``next_tuple`` (from the user's own task, timer or callback) schedules a flush with
+3. **Immediate** (``schedule_flush``): a bolt's emit, ack or fail made outside ``execute``
+   (from the user's own task, timer or callback) schedules a flush with
    ``loop.call_soon``. That flush uses ``put_nowait`` and **does not respect the queue
    bound**: code that emits from its own task in a loop must yield to the event loop
    (``await asyncio.sleep(0)``) or it can grow a destination queue without limit. While
@@ -55,94 +55,169 @@ HOLD_STUCK_MAX = 1024
 
 
 class Outbox:
-    """An executor's outgoing buffers: tuples per destination executor, messages per acker."""
+    """An executor's outgoing buffers: tuples per destination executor, messages per acker.
+
+    Collectors use its verbs only: ``push`` a tuple to a task, ``ack_one``/``ack_to``/
+    ``send`` for the ackers, ``touch`` after any of them. The executor marks the batch it
+    runs (``set_busy``) and flushes.
+    """
 
     __slots__ = (
-        "acker_acks",
-        "acker_bufs",
-        "acker_queues",
-        "blocked",
-        "bufs",
-        "busy",
-        "last_root",
-        "last_val",
-        "queues",
-        "scheduled",
-        "task_executor",
-        "transferred",
-        "watch",
+        "_acker_acks",
+        "_acker_bufs",
+        "_acker_queues",
+        "_blocked",
+        "_bufs",
+        "_busy",
+        "_last_root",
+        "_last_val",
+        "_queues",
+        "_scheduled",
+        "_task_executor",
+        "_transferred",
+        "_watch",
     )
 
     def __init__(self, queues: list[BatchQueue], task_executor: list[int],
                  acker_queues: list[BatchQueue], watch: QueueWatch | None = None) -> None:
-        self.queues = queues
-        self.watch = watch
-        self.task_executor = task_executor
-        self.bufs: dict[int, list[Tuple]] = {}
-        self.acker_queues = acker_queues
+        self._queues = queues
+        self._watch = watch
+        self._task_executor = task_executor
+        self._bufs: dict[int, list[Tuple]] = {}
+        self._acker_queues = acker_queues
         # Per acker: INIT/FAIL/RESET messages in order, and ACKs coalesced per root by XOR
         # (associative and commutative, so one message per root per batch says the same).
-        self.acker_bufs: list[list[tuple[Any, ...]]] = [[] for _ in acker_queues]
-        self.acker_acks: list[dict[int, i64]] = [{} for _ in acker_queues]
+        self._acker_bufs: list[list[tuple[Any, ...]]] = [[] for _ in acker_queues]
+        self._acker_acks: list[dict[int, i64]] = [{} for _ in acker_queues]
         # With one acker, the latest run of acks to one root, XOR-ed natively and folded
-        # into ``acker_acks`` when another root comes or at flush: a bolt acks the tuples
+        # into ``_acker_acks`` when another root comes or at flush: a bolt acks the tuples
         # of a tree in runs (a sentence's words arrive together).
-        self.last_root: Any = None
-        self.last_val: i64 = 0
+        self._last_root: Any = None
+        self._last_val: i64 = 0
         # True while the executor runs user code it will flush after; calls made at other
         # times (from the user's own tasks or callbacks) schedule a flush instead.
-        self.busy = False
-        self.scheduled = False
-        self.blocked = False
-        self.transferred = 0  # tuples handed to destination queues, counted per batch
+        self._busy = False
+        self._scheduled = False
+        self._blocked = False
+        self._transferred = 0  # tuples handed to destination queues, counted per batch
+
+    # -- the collectors' verbs ------------------------------------------------------------
+
+    @property
+    def num_ackers(self) -> int:
+        """How many ackers the messages are spread over (by ``root % num_ackers``)."""
+        return len(self._acker_queues)
+
+    def push(self, task: int, tup: Tuple) -> None:
+        """Buffer ``tup`` for the executor of ``task``."""
+        ex = self._task_executor[task]
+        buf = self._bufs.get(ex)
+        if buf is None:
+            self._bufs[ex] = [tup]
+        else:
+            buf.append(tup)
+
+    def send(self, root: Any, message: tuple[Any, ...]) -> None:
+        """Buffer an INIT, FAIL or RESET ``message`` for ``root``'s acker."""
+        n = len(self._acker_bufs)
+        self._acker_bufs[0 if n == 1 else root % n].append(message)
+
+    def ack_one(self, root: Any, val: i64) -> None:
+        """With one acker: XOR ``val`` into ``root``'s ack (runs to one root coalesce)."""
+        if root is self._last_root:
+            self._last_val ^= val
+        else:
+            self.merge_last()
+            self._last_root = root
+            self._last_val = val
+
+    def ack_to(self, root: Any, val: i64) -> None:
+        """XOR ``val`` into ``root``'s ack, with its acker's."""
+        per_acker = self._acker_acks
+        acks = per_acker[root % len(per_acker)]
+        acks[root] = acks.get(root, 0) ^ val
+
+    def touch(self) -> None:
+        """Something was buffered: outside the executor's batch, flush soon."""
+        if not self._busy:
+            self.schedule_flush()
+
+    # -- the executor's ---------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """True while the executor runs user code and flushes after it."""
+        return self._busy
+
+    def set_busy(self, busy: bool) -> None:
+        """The executor starts (True) or ends (False) a batch of user code."""
+        self._busy = busy
+
+    @property
+    def blocked(self) -> bool:
+        """True while a spout's polling flush waits for room."""
+        return self._blocked
+
+    @property
+    def transferred(self) -> int:
+        """Tuples handed to destination queues so far."""
+        return self._transferred
+
+    def holding(self) -> bool:
+        """Whether tuples are buffered (held back for a full queue, between flushes)."""
+        return bool(self._bufs)
+
+    def buffered(self) -> dict[int, int]:
+        """Tuples buffered per destination executor."""
+        return {ex: len(buf) for ex, buf in self._bufs.items()}
 
     def schedule_flush(self) -> None:
         """Flush soon, without waiting and ignoring queue bounds (the immediate path)."""
-        if not self.scheduled:
-            self.scheduled = True
+        if not self._scheduled:
+            self._scheduled = True
             asyncio.get_running_loop().call_soon(self._flush_now)
 
     def _flush_now(self) -> None:
-        self.scheduled = False
-        if self.busy:
+        self._scheduled = False
+        if self._busy:
             return  # the executor flushes at the end of its batch
         self.flush_acker_messages()
-        if self.bufs:
-            bufs, self.bufs = self.bufs, {}
+        if self._bufs:
+            bufs, self._bufs = self._bufs, {}
             for ex, buf in bufs.items():
-                self.transferred += len(buf)
-                self.queues[ex].put_nowait(buf)
+                self._transferred += len(buf)
+                self._queues[ex].put_nowait(buf)
 
     def merge_last(self) -> None:
-        """Fold the run of acks to ``last_root`` into the first acker's coalesced acks."""
-        root = self.last_root
+        """Fold the run of acks to ``_last_root`` into the first acker's coalesced acks."""
+        root = self._last_root
         if root is not None:
-            self.last_root = None
-            acks = self.acker_acks[0]
-            acks[root] = acks.get(root, 0) ^ self.last_val
+            self._last_root = None
+            acks = self._acker_acks[0]
+            acks[root] = acks.get(root, 0) ^ self._last_val
 
     def flush_acker_messages(self) -> None:
         """Hand every pending acker message to its acker (never blocks)."""
         self.merge_last()
-        acks = self.acker_acks
-        for i, buf in enumerate(self.acker_bufs):
+        acks = self._acker_acks
+        for i, buf in enumerate(self._acker_bufs):
             if buf or acks[i]:
-                self.acker_queues[i].put_nowait((buf, acks[i]))
-                self.acker_bufs[i] = []
+                self._acker_queues[i].put_nowait((buf, acks[i]))
+                self._acker_bufs[i] = []
                 acks[i] = {}
 
     async def flush(self) -> None:
         """Send every buffered batch, waiting where a destination queue is full."""
         self.flush_acker_messages()
-        if self.bufs:
-            bufs, self.bufs = self.bufs, {}
-            queues = self.queues
+        if self._bufs:
+            bufs, self._bufs = self._bufs, {}
+            queues = self._queues
             for ex, buf in bufs.items():
                 queue = queues[ex]
                 if queue.full() and self._holds(ex, len(buf)):
                     self._hold(ex, buf)
                     continue
-                self.transferred += len(buf)
+                self._transferred += len(buf)
                 await queue.put(buf)
 
     def stranded(self, secs: float) -> int:
@@ -153,14 +228,14 @@ class Outbox:
         does not count them against its limit (see ``SpoutExecutor``). Looks at every
         queue: called only when a spout task reaches its limit, never per tuple.
         """
-        watch = self.watch
+        watch = self._watch
         if watch is None:
             return 0
         n = 0
-        for ex, queue in enumerate(self.queues):
+        for ex, queue in enumerate(self._queues):
             if watch.hung(ex, secs):
                 n += len(queue)
-                held = self.bufs.get(ex)
+                held = self._bufs.get(ex)
                 if held:
                     n += len(held)
         return n
@@ -169,39 +244,39 @@ class Outbox:
         """Whether a batch of ``n`` tuples for full queue ``ex`` is held back, not waited on."""
         if n < HOLD_MAX:
             return True
-        return n < HOLD_STUCK_MAX and self.watch is not None and self.watch.stuck(ex)
+        return n < HOLD_STUCK_MAX and self._watch is not None and self._watch.stuck(ex)
 
     def _hold(self, ex: int, buf: list[Tuple]) -> None:
         """Keep ``buf`` for a later flush, ahead of anything emitted to ``ex`` since."""
-        newer = self.bufs.get(ex)
+        newer = self._bufs.get(ex)
         if newer:
             buf.extend(newer)
-        self.bufs[ex] = buf
+        self._bufs[ex] = buf
 
     async def flush_polling(self, inbox: BatchQueue,
                             handle: Callable[[Any], Awaitable[None]]) -> None:
         """Send every buffered batch; while a destination is full, ``handle`` what arrives
         in ``inbox`` (acks, fails, timeouts) and pass on the acker messages that causes."""
         self.flush_acker_messages()
-        if not self.bufs:
+        if not self._bufs:
             return
-        bufs, self.bufs = self.bufs, {}
+        bufs, self._bufs = self._bufs, {}
         for ex, buf in bufs.items():
-            queue = self.queues[ex]
+            queue = self._queues[ex]
             held = False
             while not queue.fits(len(buf)):
                 if self._holds(ex, len(buf)):
                     self._hold(ex, buf)
                     held = True
                     break
-                self.blocked = True
+                self._blocked = True
                 if await inbox.wait(BACKPRESSURE_POLL_SECS):
                     item = inbox.get_nowait()
                     while item is not None:
                         await handle(item)
                         item = inbox.get_nowait()
                     self.flush_acker_messages()
-            self.blocked = False
+            self._blocked = False
             if not held:
-                self.transferred += len(buf)
+                self._transferred += len(buf)
                 queue.put_nowait(buf)

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BatchQueue", "QueueStats"]
+__all__ = ["BatchQueue", "QueueStats", "StampedQueue"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +171,30 @@ class BatchQueue:
         s = self.stats()
         return (f"<BatchQueue size={s.size} maxsize={s.maxsize} peak={s.peak} "
                 f"blocked_putters={s.blocked_putters}>")
+
+
+class StampedQueue(BatchQueue):
+    """A ``BatchQueue`` that knows when each batch was put: after a ``get``, ``sent_at`` is
+    the clock's time at the put of the batch it returned (never later than the get, never
+    earlier than anything the producer did before the put)."""
+
+    __slots__ = ("_clock", "_times", "sent_at")
+
+    def __init__(self, maxsize: int, clock: Callable[[], float]) -> None:
+        super().__init__(maxsize)
+        self._clock = clock
+        self._times: deque[float] = deque()
+        self.sent_at = 0.0
+        """When the batch last taken was put."""
+
+    def put_nowait(self, batch: Any) -> None:
+        """Append ``batch`` now with the time, whatever the bound, and wake the consumer."""
+        self._times.append(self._clock())
+        super().put_nowait(batch)
+
+    def _pop(self) -> Any:
+        self.sent_at = self._times.popleft()
+        return super()._pop()
 
 
 def _wake(fut: asyncio.Future[None]) -> None:

@@ -1,27 +1,20 @@
 """Routing: for each stream a task emits on, which groupers choose the receiving tasks.
 
-One ``Route`` per (task, stream), built once at start-up from the wiring; the collector
-asks it on every emit. A stream with exactly one subscribing bolt keeps that grouper in
-``single`` (the emit fast path), and where that bolt has a single task and no custom
-grouping could choose otherwise, the task itself in ``only`` (no grouper call at all).
+One ``Route`` per (task, stream), built once at start-up from the wiring
+(``engine.route_table``); the collector asks it on every emit. A stream with exactly one
+subscribing bolt keeps that grouper in ``single`` (the emit fast path), and where that
+bolt has a single task and no custom grouping could choose otherwise, the task itself in
+``only`` (no grouper call at all).
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from engine.grouping import CustomGrouper, Grouper, ShuffleGrouper, make_grouper
-from engine.queue_watch import QueueWatch
+from engine.grouping import CustomGrouper, Grouper
 from engine.tuples import Source
 
-if TYPE_CHECKING:
-    from engine.context import TopologyContext
-    from engine.topology import ComponentDef
-    from engine.wiring import Wiring
-
-__all__ = ["Route", "routes_for"]
+__all__ = ["Route"]
 
 
 @dataclass(slots=True)
@@ -48,32 +41,3 @@ class Route:
             self.only = self.single.targets[0]
             self.only_targets = [self.only]
         self.width = len(self.source.fields)
-
-
-def routes_for(d: ComponentDef, task_id: int, context: TopologyContext,
-               wiring: Wiring, watch: QueueWatch | None = None) -> dict[str, Route]:
-    """The routes of task ``task_id`` of ``d``, one per declared stream.
-
-    A custom grouping is copied per emitting task and prepared here (user code). Given
-    the ``watch`` over the executors' queues, shuffle groupings route around full ones.
-    """
-    routes = {}
-    for stream, sd in d.streams.items():
-        route = Route(Source(d.id, task_id, stream, sd.fields), direct=sd.direct)
-        for target, sub in wiring.subscribers.get((d.id, stream), []):
-            targets = wiring.component_tasks[target.id]
-            if sub.kind == "direct":
-                route.direct_targets = route.direct_targets | frozenset(targets)
-                continue
-            custom = None
-            if sub.kind == "custom":
-                custom = copy.copy(sub.custom)
-                custom.prepare(context, stream, list(targets))
-            indexes = [sd.fields.index(f) for f in sub.fields]
-            grouper = make_grouper(sub.kind, targets, indexes, custom, task_id)
-            if watch is not None and isinstance(grouper, ShuffleGrouper) and len(targets) > 1:
-                grouper.watch(watch, [wiring.task_executor[t] for t in grouper.targets])
-            route.groupers.append(grouper)
-        route.freeze()
-        routes[stream] = route
-    return routes

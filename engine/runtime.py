@@ -33,25 +33,29 @@ from engine.config import (
     TOPOLOGY_TICK_TUPLE_FREQ_SECS,
     validate_config,
 )
-from engine.context import TopologyContext
+from engine.context import StopTime, TopologyContext
 from engine.errors import TopologyError
 from engine.failure import FailReasons
-from engine.flow_control import FlowLimit, longest_hold
+from engine.flow_control import FlowLimit, HoldLimit, checkpoint_round, longest_hold
 from engine.keyed import with_hops
 from engine.log_throttle import ErrorThrottle, IntervalWarning
-from engine.observe.figures import topology_stats
 from engine.outbox import Outbox
 from engine.queue_watch import QueueWatch
-from engine.queues import BatchQueue
-from engine.routing import routes_for
+from engine.queues import BatchQueue, StampedQueue
+from engine.route_table import routes_for
 from engine.spout_collector import SpoutOutputCollector
 from engine.spout_executor import SpoutExecutor, SpoutTask
 from engine.stalls import StallMonitor
 from engine.stats import LatencyReservoir, TaskStats
 from engine.topology import ComponentDef, Topology
-from engine.usercall import invoke, is_user_error, method
+from engine.usercall import invoke, is_user_error, method, report_on_error
 from engine.watchdog import LoopWatchdog, watchdog_for
 from engine.wiring import ExecutorPlan, plan
+
+CLOSE_GRACE_SECS = 2.0
+"""The least time a stop gives the closes, together, once the drain is over (even one
+that used all its time): enough for a Kafka spout's final commit and LeaveGroup on a
+broker that answers."""
 
 log = logging.getLogger("engine")
 
@@ -118,6 +122,8 @@ class RunningTopology:
         self._tasks: list[asyncio.Task[None]] = []
         self._kill_lock = asyncio.Lock()
         self._killed = False
+        self._input_ended = False  # bolts were told every spout is exhausted
+        self.stop_time = StopTime()  # shared by every task's context
         self._build()
 
     # -- building what the wiring says -------------------------------------------------
@@ -128,7 +134,9 @@ class RunningTopology:
         self.task_executor = w.task_executor
         self.queues = [BatchQueue(e.queue_size) for e in w.executors]
         self.watch = QueueWatch(self.queues)
-        self.acker_queues = [BatchQueue(w.acker_queue_size) for _ in range(w.num_ackers)]
+        # Stamped: an acker counts a tree's timeout from when its INIT was put.
+        stamped = [StampedQueue(w.acker_queue_size, self.clock) for _ in range(w.num_ackers)]
+        self.acker_queues: list[BatchQueue] = list(stamped)
         comps = self.topology.components.values()
         self.output_fields = {d.id: {s: sd.fields for s, sd in d.streams.items()}
                               for d in comps}
@@ -139,7 +147,7 @@ class RunningTopology:
                 self._build_executor(d, e)
         acker_stats = []
         timeout = self.conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS]
-        for queue in self.acker_queues:
+        for queue in stamped:
             stats = TaskStats()
             acker_stats.append(stats)
             self.ackers.append(AckerExecutor(
@@ -157,7 +165,8 @@ class RunningTopology:
 
     def _context(self, d: ComponentDef, task_id: int) -> TopologyContext:
         return TopologyContext(self.name, task_id, d.id, self.component_tasks,
-                               self.output_fields, self.sources, self.component_conf[d.id])
+                               self.output_fields, self.sources, self.component_conf[d.id],
+                               self.stop_time)
 
     def _build_executor(self, d: ComponentDef, e: ExecutorPlan) -> None:
         conf = self.component_conf[d.id]
@@ -166,7 +175,7 @@ class RunningTopology:
         sample_every = max(1, round(1 / rate)) if rate > 0 else -1
         outbox = Outbox(self.queues, self.task_executor, self.acker_queues, self.watch)
         spout_tasks, bolt_tasks = [], []
-        flow = d.is_spout and self._flow_control(d, conf)
+        flow = self._flow_control(d, conf) if d.is_spout else None
         # One error throttle and one misuse warning per component, shared by its tasks.
         logs = self._logs.setdefault(d.id, (ErrorThrottle(log), IntervalWarning(log, math.inf)))
         for task_id in e.tasks:
@@ -181,7 +190,7 @@ class RunningTopology:
                                             pending, sample_every, self.clock)
                 coll.share_logs(*logs)
                 spout_tasks.append(SpoutTask(task_id, obj, context, coll, stats, pending,
-                                             self._flow_limit(conf) if flow else None))
+                                             None if flow is None else flow(stats)))
             else:
                 if isinstance(obj, BasicBolt):
                     obj = adapt_basic_bolt(obj)
@@ -199,21 +208,32 @@ class RunningTopology:
             self.bolt_executors.append(bex)
             self.watch.consumer(e.index, bex.current_call)
 
-    def _flow_control(self, d: ComponentDef, conf: dict[str, Any]) -> bool:
-        """Whether spout ``d``'s tasks get an adaptive limit: flow control on, ackers on,
-        and no bolt downstream holding tuples by design (``engine.flow_control``)."""
+    def _flow_control(self, d: ComponentDef, conf: dict[str, Any]
+                      ) -> Callable[[TaskStats], FlowLimit] | None:
+        """How spout ``d``'s tasks limit their trees in flight (``engine.flow_control``):
+        a ``FlowLimit``; a ``HoldLimit`` where the longest hold downstream is a checkpoint's;
+        nothing but ``topology.max.spout.pending`` without flow control or ackers, or
+        where a window holds tuples by design."""
         if not conf[TOPOLOGY_SPOUT_FLOW_CONTROL] or not self.conf[TOPOLOGY_ACKER_EXECUTORS]:
-            return False
-        hold, bolt = longest_hold(((b.id, b.obj) for b in self.wiring.downstream(d.id)),
-                                  self.component_conf)
-        if not hold:
-            return True
+            return None
+        downstream = {b.id: b.obj for b in self.wiring.downstream(d.id)}
+        hold, bolt = longest_hold(downstream.items(), self.component_conf)
+        if not hold or bolt is None:
+            return lambda stats: self._flow_limit(conf)
+        cap = conf[TOPOLOGY_MAX_SPOUT_PENDING]
+        round_secs = checkpoint_round(downstream[bolt], self.component_conf[bolt])
+        if round_secs is not None:
+            log.info("spout %r is paced by bolt %r's checkpoints: its trees in flight follow "
+                     "what it completes per %g s round (%s = %s caps them)", d.id, bolt,
+                     round_secs, TOPOLOGY_MAX_SPOUT_PENDING, cap)
+            timeout = float(conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS])
+            return lambda stats: HoldLimit(timeout, round_secs, lambda: stats.acked,
+                                           self.clock, cap)
         held = "until later tuples move its window" if math.isinf(hold) else f"{hold:g} s"
         log.info("flow control off for spout %r: bolt %r holds tuples %s by design, which "
                  "complete latency cannot tell from queueing; %s = %s bounds its trees",
-                 d.id, bolt, held, TOPOLOGY_MAX_SPOUT_PENDING,
-                 conf[TOPOLOGY_MAX_SPOUT_PENDING])
-        return False
+                 d.id, bolt, held, TOPOLOGY_MAX_SPOUT_PENDING, cap)
+        return None
 
     def _flow_limit(self, conf: dict[str, Any]) -> FlowLimit:
         """A spout task's adaptive limit."""
@@ -259,13 +279,28 @@ class RunningTopology:
         """Tracked trees the spouts still wait on."""
         return sum(ex.pending() for ex in self.spout_executors)
 
+    def held_in_windows(self) -> int:
+        """Tuples windowed bolts hold, waiting for their windows to close."""
+        return sum(count() for bex in self.bolt_executors for bt in bex.tasks
+                   if callable(count := getattr(bt.obj, "in_windows", None)))
+
     def exhausted(self) -> bool:
-        """Every spout task says it is exhausted and no tracked tree is pending."""
+        """Every spout task says it is exhausted and no tracked tree is pending.
+
+        The first time every spout task is exhausted, bolts with ``input_ended`` are told
+        (event-time windows then close their last windows, see ``engine.windowing``)."""
         for sex in self.spout_executors:
             for st in sex.tasks:
                 check = getattr(st.obj, "exhausted", None)
                 if check is None or not check():
                     return False
+        if not self._input_ended:
+            self._input_ended = True
+            for bex in self.bolt_executors:
+                for bt in bex.tasks:
+                    ended = getattr(bt.obj, "input_ended", None)
+                    if callable(ended):
+                        ended()
         return self.spout_pending() == 0
 
     async def kill(self, wait_secs: float) -> None:
@@ -287,6 +322,8 @@ class RunningTopology:
         deadline = self.clock() + wait_secs
         while self.spout_pending() and self.clock() < deadline:
             await asyncio.sleep(0.01)
+        # What close() and cleanup() bound their goodbyes by, together.
+        self.stop_time.deadline = max(deadline, self.clock() + CLOSE_GRACE_SECS)
         if self.watchdog is not None:
             _watchdogs.release(self.watchdog)
         for task in self._tasks:
@@ -305,15 +342,4 @@ class RunningTopology:
         try:
             await invoke(method(obj, name))
         except BaseException as exc:
-            if not is_user_error(exc):
-                raise
-            collector.report_error(exc)
-
-    # -- figures --------------------------------------------------------------------------
-
-    def stats(self) -> dict[str, Any]:
-        """Counters per component, pending trees, latencies, executor and queue figures:
-        plain JSON data (see ``engine.observe.figures``)."""
-        stats = topology_stats(self)
-        stats["stalled"] = self.stalls.stalled()
-        return stats
+            report_on_error(collector, exc)

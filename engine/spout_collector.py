@@ -5,7 +5,7 @@ in the spout task's pending map under the root and sends the acker one ``INIT`` 
 XOR of the edges; every ``sample_every``-th tree also records its start time, for the
 complete latency. Untracked emits (no ``msg_id``, or no ackers) go out bare, and a
 ``msg_id`` given without ackers is acked at once by the executor (``immediate_acks``).
-Delivery and its limits are the shared ``engine.collector.Collector``'s.
+Delivery and its limits are the shared ``engine.collector.BaseCollector``'s.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, SupportsIndex
 from mypy_extensions import i64
 
 from engine.acker import INIT
-from engine.collector import Collector
+from engine.collector import BaseCollector
 from engine.outbox import Outbox
 from engine.routing import Route
 from engine.stats import TaskStats
@@ -25,7 +25,7 @@ from engine.tuples import Source, Tuple
 __all__ = ["SpoutOutputCollector"]
 
 
-class SpoutOutputCollector(Collector):
+class SpoutOutputCollector(BaseCollector):
     """What a spout emits with; a ``msg_id`` makes the emitted tuple the root of a tracked tree."""
 
     def __init__(self, component: str, task_id: int, routes: dict[str, Route], outbox: Outbox,
@@ -57,17 +57,11 @@ class SpoutOutputCollector(Collector):
         self.emit_count += 1
         self._stats.emitted += 1
         outbox = self._outbox
-        bufs, texec = outbox.bufs, outbox.task_executor
         if self._debug:
             self._log_emit(values, src.stream, targets)
         if msg_id is None or not self._num_ackers:
             for t in targets:
-                ex = texec[t]
-                buf = bufs.get(ex)
-                if buf is None:
-                    bufs[ex] = [Tuple(values, src, t)]
-                else:
-                    buf.append(Tuple(values, src, t))
+                outbox.push(t, Tuple(values, src, t))
             if msg_id is not None:
                 self.immediate_acks.append(msg_id)
             return
@@ -77,16 +71,10 @@ class SpoutOutputCollector(Collector):
         for t in targets:
             edge = ids.take()
             val ^= edge
-            ex = texec[t]
-            buf = bufs.get(ex)
-            if buf is None:
-                bufs[ex] = [Tuple(values, src, t, root, edge)]
-            else:
-                buf.append(Tuple(values, src, t, root, edge))
+            outbox.push(t, Tuple(values, src, t, root, edge))
         self._pending[root] = msg_id
         self._sample_next -= 1
         if self._sample_next == 0:
             self._sample_next = self._sample_every
             self.started[root] = self._clock()
-        n = self._num_ackers
-        outbox.acker_bufs[0 if n == 1 else root % n].append((INIT, root, val, self._task_id))
+        outbox.send(root, (INIT, root, val, self._task_id))

@@ -27,7 +27,7 @@ from engine.outbox import Outbox
 from engine.queues import BatchQueue
 from engine.spout_collector import SpoutOutputCollector
 from engine.stats import LatencyReservoir, TaskStats
-from engine.usercall import accepts, batch_ack, is_user_error, method
+from engine.usercall import accepts, batch_ack, is_user_error, method, report_on_error
 from engine.watchdog import CallSite, CurrentCall, current_call
 
 # A FAIL whose reason was not kept (more failures in flight than the book holds).
@@ -134,13 +134,13 @@ class SpoutExecutor:
                 item = inbox.get_nowait()
             emitted = 0
             if self.active:
-                outbox.busy = True
+                outbox.set_busy(True)
                 for task in self.tasks:
                     if self.active:
                         marker.site = task.sites[0]
                         emitted += await self._round(task)
                 marker.site = None
-                outbox.busy = False
+                outbox.set_busy(False)
             await outbox.flush_polling(inbox, self._on_outcomes)
             if emitted:
                 idle = IDLE_MIN_SECS
@@ -176,26 +176,29 @@ class SpoutExecutor:
                 else:
                     next_tuple()
             except BaseException as exc:
-                if not is_user_error(exc):
-                    raise
-                coll.report_error(exc)
+                report_on_error(coll, exc)
                 break
             if coll.emit_count == before or coll.emit_count - start >= SPOUT_ROUND:
                 break
         if flow is not None:
             flow.limited = limited
         if coll.immediate_acks:
-            acks, coll.immediate_acks = coll.immediate_acks, []
-            if task.ack_many is not None:
-                task.stats.acked += len(acks)
-                self._ack_many(task, acks)
-            else:
-                for msg_id in acks:
-                    task.stats.acked += 1
-                    called = self._user(task, task.ack, msg_id)
-                    if called is not None:
-                        await called
+            await self._ack_untracked(task)
         return coll.emit_count - start
+
+    async def _ack_untracked(self, task: SpoutTask) -> None:
+        """Ack the ``msg_id``s emitted without ackers (at once, as Storm does)."""
+        coll = task.collector
+        acks, coll.immediate_acks = coll.immediate_acks, []
+        if task.ack_many is not None:
+            task.stats.acked += len(acks)
+            self._ack_many(task, acks)
+            return
+        for msg_id in acks:
+            task.stats.acked += 1
+            called = self._user(task, task.ack, msg_id)
+            if called is not None:
+                await called
 
     def _beside_stuck(self, limit: int, secs: float) -> int:
         """The flow limit widened by the tuples stranded in the queues of tasks hung on one
@@ -262,53 +265,28 @@ class SpoutExecutor:
         batched: dict[int, list[Any]] | None = None
         for kind, task_id, root in outcomes:
             task = by_id[task_id]
-            reason: FailReason | None = None
-            if kind == TIMEOUT:
-                reason = self._reasons.timeout
-            elif kind != ACK:
-                reason = self._reasons.take(root)
+            reason = None if kind == ACK else self._reason(kind, root)
             msg_id = task.pending.pop(root, None)
             if msg_id is None:
                 continue  # decided already, or emitted before a restart of this task
-            flow = task.flow
-            started = task.collector.started
-            if started:
-                t0 = started.pop(root, None)
-                if t0 is not None and kind == ACK:
-                    now = self._clock()
-                    self._latency.add(now - t0)
-                    if flow is not None and flow.latency(t0, now, len(task.pending) + 1):
-                        self._cut(task, flow, f"complete latency {now - t0:.3f} s")
+            if task.collector.started:
+                self._timed(task, root, kind == ACK)
             if kind == ACK:
                 task.stats.acked += 1
+                flow = task.flow
                 if flow is not None and flow.limited:
                     flow.acked(1)
                 if task.ack_many is not None:
-                    if batched is None:
-                        batched = {}
-                    ids = batched.get(task_id)
-                    if ids is None:
-                        ids = batched[task_id] = []
-                    ids.append(msg_id)
+                    batched = _batch(batched, task_id, msg_id)
                     continue
                 marker.site = task.sites[1]
                 called = self._user(task, task.ack, msg_id)
-                if called is not None:
-                    await called
-                continue
-            if batched is not None:
-                ids = batched.pop(task_id, None)
-                if ids:
-                    self._ack_many(task, ids)
-            marker.site = task.sites[2]
-            if reason is None:
-                reason = _UNKNOWN_REASON
-            task.stats.count_fail(reason.kind)
-            if (flow is not None and reason.kind == "timeout"
-                    and flow.timed_out(self._clock(), len(task.pending) + 1)):
-                self._cut(task, flow, "a tree timed out")
-            called = self._user(task, task.fail, msg_id,
-                                 reason if task.fail_takes_reason else None)
+            else:
+                if batched is not None:
+                    ids = batched.pop(task_id, None)
+                    if ids:
+                        self._ack_many(task, ids)
+                called = self._failed(task, msg_id, reason)
             if called is not None:
                 await called
         # A cancel (at shutdown) inside an awaited async fail drops the acks gathered so far:
@@ -317,6 +295,35 @@ class SpoutExecutor:
             for task_id, ids in batched.items():
                 self._ack_many(by_id[task_id], ids)
         marker.site = None
+
+    def _reason(self, kind: int, root: int) -> FailReason | None:
+        """Why the tree of ``root`` failed (taken out of the book), or timed out."""
+        return self._reasons.timeout if kind == TIMEOUT else self._reasons.take(root)
+
+    def _timed(self, task: SpoutTask, root: int, acked: bool) -> None:
+        """A sampled tree is decided: its complete latency, if acked, feeds the figures
+        and flow control."""
+        t0 = task.collector.started.pop(root, None)
+        if t0 is not None and acked:
+            now = self._clock()
+            self._latency.add(now - t0)
+            flow = task.flow
+            if flow is not None and flow.latency(t0, now, len(task.pending) + 1):
+                self._cut(task, flow, f"complete latency {now - t0:.3f} s")
+
+    def _failed(self, task: SpoutTask, msg_id: Any,
+                reason: FailReason | None) -> Awaitable[None] | None:
+        """Count the fail, let flow control see a timeout, call the task's ``fail``."""
+        self._marker.site = task.sites[2]
+        if reason is None:
+            reason = _UNKNOWN_REASON
+        task.stats.count_fail(reason.kind)
+        flow = task.flow
+        if (flow is not None and reason.kind == "timeout"
+                and flow.timed_out(self._clock(), len(task.pending) + 1)):
+            self._cut(task, flow, "a tree timed out")
+        return self._user(task, task.fail, msg_id,
+                          reason if task.fail_takes_reason else None)
 
     def _ack_many(self, task: SpoutTask, msg_ids: list[Any]) -> None:
         """Hand ``msg_ids`` to the task's (sync) ``ack_many``, guarded as ``_user`` guards
@@ -343,9 +350,7 @@ class SpoutExecutor:
         try:
             result = fn(msg_id) if reason is None else fn(msg_id, reason=reason)
         except BaseException as exc:
-            if not is_user_error(exc):
-                raise
-            task.collector.report_error(exc)
+            report_on_error(task.collector, exc)
             return None
         return _guarded(task, result) if is_async else None
 
@@ -356,6 +361,17 @@ async def _guarded(task: SpoutTask, call: Awaitable[None]) -> None:
     try:
         await call
     except BaseException as exc:
-        if not is_user_error(exc):
-            raise
-        task.collector.report_error(exc)
+        report_on_error(task.collector, exc)
+
+
+def _batch(batched: dict[int, list[Any]] | None, task_id: int,
+           msg_id: Any) -> dict[int, list[Any]]:
+    """``batched`` (a new one if None) with ``msg_id`` added to ``task_id``'s acks."""
+    if batched is None:
+        batched = {}
+    ids = batched.get(task_id)
+    if ids is None:
+        batched[task_id] = [msg_id]
+    else:
+        ids.append(msg_id)
+    return batched

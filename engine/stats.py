@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import time
 import traceback
+from bisect import bisect_left
 from collections import deque
 from typing import Any
 
-__all__ = ["BatchTimes", "LatencyReservoir", "RecentErrors", "TaskStats"]
+__all__ = ["LATENCY_BUCKETS", "BatchTimes", "LatencyHistogram", "LatencyReservoir",
+           "RecentErrors", "TaskStats"]
+
+# Upper bounds (seconds) of the latency histograms' buckets, 10 us to 30 s in steps of 1-5-10
+# (a bucket costs a series per component in every scrape); one more bucket holds
+# everything above. Fixed, so that histograms of several processes add up.
+LATENCY_BUCKETS = (0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5,
+                   1.0, 5.0, 30.0)
 
 
 _COUNTERS = ("acked", "emitted", "errors", "executed", "failed")
@@ -47,22 +55,40 @@ class TaskStats:
         return {name: getattr(self, name) for name in names}
 
 
+class LatencyHistogram:
+    """Latencies counted into the fixed ``LATENCY_BUCKETS`` (one count per bucket, not
+    cumulative; the last bucket is everything above 30 s). Constant memory, one bisect
+    per ``add``."""
+
+    __slots__ = ("counts",)
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(LATENCY_BUCKETS) + 1)
+
+    def add(self, seconds: float, weight: int = 1) -> None:
+        """Count ``weight`` latencies of ``seconds`` (a bucket holds values <= its bound)."""
+        self.counts[bisect_left(LATENCY_BUCKETS, seconds)] += weight
+
+
 class LatencyReservoir:
-    """The most recent ``size`` latencies (seconds), for percentiles; ``count`` and ``total``
-    (seconds) cover every latency ever added."""
+    """The most recent ``size`` latencies (seconds), for percentiles; ``count``, ``total``
+    (seconds) and ``histogram`` (when kept) cover every latency ever added."""
 
-    __slots__ = ("_samples", "count", "total")
+    __slots__ = ("_samples", "count", "histogram", "total")
 
-    def __init__(self, size: int = 4096) -> None:
+    def __init__(self, size: int = 4096, histogram: bool = True) -> None:
         self._samples: deque[float] = deque(maxlen=size)
         self.count = 0
         self.total = 0.0
+        self.histogram: LatencyHistogram | None = LatencyHistogram() if histogram else None
 
     def add(self, seconds: float) -> None:
         """Record one latency."""
         self._samples.append(seconds)
         self.count += 1
         self.total += seconds
+        if self.histogram is not None:
+            self.histogram.add(seconds)
 
     def percentiles_ms(self, *quantiles: float) -> list[float | None]:
         """The given quantiles (0..1) in milliseconds, ``None`` with no samples."""
@@ -88,10 +114,11 @@ class BatchTimes:
     latency, the numerator of capacity); ``process_secs`` sums, over every tuple, the time
     from its batch being taken to the end of that batch, when its acks leave. The
     reservoirs hold per-batch samples: the mean execute time per tuple and the batch time.
+    The histograms count every tuple: its batch's mean execute time, and its batch time.
     """
 
-    __slots__ = ("batches", "clock", "execute", "execute_secs", "process", "process_secs",
-                 "tuples")
+    __slots__ = ("batches", "clock", "execute", "execute_histogram", "execute_secs",
+                 "process", "process_histogram", "process_secs", "tuples")
 
     def __init__(self, size: int = 64) -> None:
         self.clock = time.perf_counter
@@ -99,8 +126,11 @@ class BatchTimes:
         self.tuples = 0
         self.execute_secs = 0.0
         self.process_secs = 0.0
-        self.execute = LatencyReservoir(size)
-        self.process = LatencyReservoir(size)
+        # Per-batch samples: the histograms below count per tuple instead.
+        self.execute = LatencyReservoir(size, histogram=False)
+        self.process = LatencyReservoir(size, histogram=False)
+        self.execute_histogram = LatencyHistogram()
+        self.process_histogram = LatencyHistogram()
 
     def add(self, n: int, started: float, ended: float) -> None:
         """Record one batch of ``n`` tuples executed from ``started`` to ``ended``."""
@@ -113,6 +143,8 @@ class BatchTimes:
         self.process_secs += spent * n
         self.execute.add(spent / n)
         self.process.add(spent)
+        self.execute_histogram.add(spent / n, n)
+        self.process_histogram.add(spent, n)
 
 
 class RecentErrors:
@@ -133,12 +165,19 @@ class RecentErrors:
     def __len__(self) -> int:
         return len(self._items)
 
-    def entries(self) -> list[dict[str, Any]]:
-        """Oldest first: ``time`` (epoch seconds), ``task``, ``error`` and ``traceback``."""
+    def entries(self, detail: bool = True) -> list[dict[str, Any]]:
+        """Oldest first: ``time`` (epoch seconds), ``task``, ``error`` and ``traceback``.
+
+        ``detail`` False leaves the exception's text out, for readers who may not see it:
+        ``error`` is its type alone and ``traceback`` None.
+        """
         out: list[dict[str, Any]] = []
         for at, task_id, exc in self._items:
+            name = type(exc).__name__
+            if not detail:
+                out.append({"time": at, "task": task_id, "error": name, "traceback": None})
+                continue
             frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-5)
-            out.append({"time": at, "task": task_id,
-                        "error": f"{type(exc).__name__}: {exc}",
+            out.append({"time": at, "task": task_id, "error": f"{name}: {exc}",
                         "traceback": "".join(frames).rstrip()})
         return out

@@ -9,7 +9,8 @@ plain ``python -m engine run FILE`` with the same options) and:
 - restarts a worker that dies (a crash, SIGKILL, an OOM kill) after a backoff that doubles
   from ``RESTART_BACKOFF`` up to ``RESTART_BACKOFF_MAX`` and resets once a worker stayed up
   ``STABLE_SECS``; every exit and restart is logged. A worker that ends by itself (status
-  0: its topology finished, or ``--duration`` passed) is not restarted; one that reports
+  0: its topology finished, or ``--duration`` passed; 3: it finished with tuples not fully
+  processed, which the supervisor's own status then says) is not restarted; one that reports
   invalid input (status 2) stops them all: a restart would fail the same way;
 - on SIGTERM or Ctrl-C asks every worker to drain (SIGTERM), waits for them, and kills
   those still running ``--drain-secs`` + ``KILL_GRACE`` seconds later;
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import TOPOLOGY_WORKERS
+from engine.run_outcome import EXIT_NOT_PROCESSED
 from engine.topology import Topology
 
 __all__ = ["RESTART_BACKOFF", "refusal", "supervise", "worker_argv"]
@@ -121,6 +123,7 @@ class Supervisor:
         self._retired: dict[str, float] = dict.fromkeys(_SUMMED, 0.0)
         self._stop = asyncio.Event()
         self._usage_error = False
+        self._ended = 0  # EXIT_NOT_PROCESSED once a worker ended with it
         self.restarts = 0
 
     async def run(self) -> int:
@@ -144,14 +147,16 @@ class Supervisor:
             with contextlib.suppress(asyncio.CancelledError):
                 await status
         print(self.status_line(), file=sys.stderr, flush=True)
-        return USAGE_STATUS if self._usage_error else 0
+        return USAGE_STATUS if self._usage_error else self._ended
 
     async def _keep(self, worker: _Worker) -> None:
         loop = asyncio.get_running_loop()
         backoff = RESTART_BACKOFF
         while not self._stop.is_set():
             code = await self._run_once(worker)
-            if self._stop.is_set() or code == 0:
+            if code == EXIT_NOT_PROCESSED:
+                self._ended = code
+            if self._stop.is_set() or code in (0, EXIT_NOT_PROCESSED):
                 return
             if code == USAGE_STATUS:
                 log.error("worker %d: invalid input (status 2); stopping every worker",

@@ -7,13 +7,13 @@ grouping names is declared).
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Self
 
 from engine.components import BasicBolt, Bolt, Component, Spout
+from engine.declarer import DEFAULT_STREAM, OutputFieldsDeclarer, StreamDef
 from engine.errors import TopologyError
 from engine.tuples import Fields
 
@@ -26,38 +26,11 @@ __all__ = [
     "Subscription",
     "Topology",
     "TopologyBuilder",
+    "register_transform",
 ]
 
-DEFAULT_STREAM = "default"
 # Spout task ids are packed into 12 bits of the acker's per-tree record (engine/acker.py).
 MAX_SPOUT_TASKS = 4095
-
-
-@dataclass(frozen=True, slots=True)
-class StreamDef:
-    """A declared output stream: its fields and whether it is a direct stream."""
-
-    fields: Fields
-    direct: bool = False
-
-
-class OutputFieldsDeclarer:
-    """Collects ``declare(fields, stream="default", direct=False)`` calls."""
-
-    def __init__(self) -> None:
-        self.streams: dict[str, StreamDef] = {}
-
-    def declare(self, fields: Iterable[str] | Fields, stream: str = DEFAULT_STREAM,
-                direct: bool = False) -> None:
-        """Declare ``stream`` with ``fields``; a direct stream is only sent with emit_direct."""
-        if isinstance(fields, str):
-            raise TypeError(f"fields must be a list of names, got the string {fields!r}")
-        self.streams[stream] = StreamDef(Fields(fields), direct)
-
-    def declare_stream(self, stream: str, fields: Iterable[str] | Fields,
-                       direct: bool = False) -> None:
-        """Storm's ``declareStream(stream, fields)`` spelling of ``declare``."""
-        self.declare(fields, stream, direct)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,20 +224,25 @@ class TopologyBuilder:
         return Topology(MappingProxyType(components))
 
 
+DraftTransform = Callable[[list[ComponentDraft]], list[ComponentDraft]]
+# What create_topology does to the drafts before checking them, by rank: packages that
+# build on this module register theirs when imported (windowed bolts into their executors,
+# rank 10; checkpointing wired in when a bolt is stateful, rank 20), so a plain topology
+# imports neither and this module imports nothing above it.
+_TRANSFORMS: dict[str, tuple[int, DraftTransform]] = {}
+
+
+def register_transform(name: str, rank: int, transform: DraftTransform) -> None:
+    """Have ``create_topology`` apply ``transform`` to the drafts (lower ``rank`` first);
+    registering ``name`` again replaces it."""
+    _TRANSFORMS[name] = (rank, transform)
+
+
 def _with_executors(defs: list[ComponentDraft]) -> list[ComponentDraft]:
-    """The definitions with windowed bolts in their executors and, when a bolt is stateful,
-    checkpointing wired in; the builder's own definitions stay as declared."""
-    # A windowed or stateful bolt is an instance of a class from its package, so a package
-    # not imported yet has none here: a plain topology does not pay for importing them
-    # (imported here in any case, as both packages build on this module).
-    if "engine.windowing" in sys.modules:
-        from engine.windowing.wiring import wrap_windowed
-
-        defs = [wrap_windowed(d) for d in defs]
-    if "engine.state" in sys.modules:
-        from engine.state.wiring import wire_checkpoints
-
-        defs = wire_checkpoints(defs)
+    """The definitions after every registered transform; the builder's own definitions
+    stay as declared."""
+    for _, transform in sorted(_TRANSFORMS.values(), key=lambda entry: entry[0]):
+        defs = transform(defs)
     return defs
 
 

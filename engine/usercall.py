@@ -10,30 +10,36 @@ user's (handle it and go on) or must propagate. Every ``Exception`` is the user'
 ``FailedException`` included. A ``CancelledError`` is the user's too (an awaited future
 of theirs was cancelled) unless the running task itself is being cancelled: that is the
 engine stopping, and it propagates, as do ``KeyboardInterrupt`` and ``SystemExit``.
-Callers write::
+Every site that runs user code on behalf of tuples writes::
 
     try:
         execute(tup)
     except BaseException as exc:
-        if not is_user_error(exc):
-            raise
-        ...fail the tuple with error_reason(exc, component), report the error...
+        fail_on_error(collector, exc, (tup,))
 
-``report`` then counts and logs the error unless it is a ``FailedException`` raised where
-failing is an expected outcome (a ``BasicBolt``, a transactional batch).
+``fail_on_error`` re-raises what is not the user's, fails the tuples with
+``error_reason(exc, component)`` (kind ``"error"``, ``"Type: message"``) and counts and
+logs the error, unless it is a ``FailedException`` raised where failing is an expected
+outcome (a ``BasicBolt``, a transactional batch). Sites with no tuple to fail (a
+spout's ``next_tuple``, ``ack``, ``close``, a bolt's timer) call ``report_on_error``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import FailedException
+from engine.failure import FailReason, error_reason
 
-__all__ = ["UserMethod", "accepts", "awaitable", "batch_ack", "invoke", "is_async", "is_user_error",
-           "method", "report"]
+if TYPE_CHECKING:
+    from engine.anchoring import Collector
+    from engine.tuples import Tuple
+
+__all__ = ["UserMethod", "accepts", "awaitable", "batch_ack", "fail_on_error",
+           "invoke", "is_async", "is_user_error", "method", "report", "report_on_error"]
 
 UserMethod = tuple[Callable[..., Any], bool]
 
@@ -115,3 +121,26 @@ def report(collector: Any, exc: BaseException, *, failed_is_expected: bool = Fal
     if failed_is_expected and isinstance(exc, FailedException):
         return
     collector.report_error(exc)
+
+
+def report_on_error(collector: Any, exc: BaseException) -> None:
+    """``exc`` escaped user code that handles no tuple: re-raise it unless it is the
+    user's, else count and log it as an error of ``collector``'s component."""
+    if not is_user_error(exc):
+        raise exc
+    collector.report_error(exc)
+
+
+def fail_on_error(collector: Collector, exc: BaseException, tuples: Iterable[Tuple] = (),
+                  *, failed_is_expected: bool = False) -> FailReason:
+    """``exc`` escaped user code working on ``tuples``: re-raise it unless it is the
+    user's; else fail each of ``tuples`` with ``error_reason`` (kind ``"error"``, or
+    ``"explicit"`` for a ``FailedException``), report it (see ``report``) and return
+    the reason."""
+    if not is_user_error(exc):
+        raise exc
+    reason = error_reason(exc, collector.component)
+    for tup in tuples:
+        collector.fail_with(tup, reason)
+    report(collector, exc, failed_is_expected=failed_is_expected)
+    return reason

@@ -4,7 +4,10 @@ A heartbeat runs on the loop every ``threshold / 4``; a daemon thread wakes as o
 when the last beat is older than ``threshold``, logs one WARNING for the blocked episode,
 naming the user call that is running (from the loop's ``CurrentCall`` marker) and the line
 the loop thread is on. When the loop runs again, the next beat logs how long it was blocked.
-Both lines go through an ``ErrorThrottle`` (5 episodes per 10 s are reported).
+Both lines go through an ``ErrorThrottle`` (5 episodes per 10 s are reported), and both
+say how much CPU the loop's thread got in the episode and how long it waited for one
+(``cpu_share``): a call that kept the CPU busy is the code's doing; a loop whose thread
+sat in the run queue was starved by an overloaded machine, whatever call it was in.
 
 The marker is for executors; setting it costs one attribute store on each side of a call::
 
@@ -20,7 +23,8 @@ The marker is for executors; setting it costs one attribute store on each side o
 the line of code the loop thread is on is reported beside it and is always exact.
 
 Time: the thread cannot ask a blocked loop the time, so both sides read the injected
-``clock`` (``time.monotonic`` unless a test gives another).
+``clock`` (``time.monotonic`` unless a test gives another), and the injected ``cpu``
+reader (the loop thread's ``cpu_share.thread_cpu`` unless a test gives another).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.config import TOPOLOGY_LOOP_BLOCK_WARN_SECS
+from engine.cpu_share import CpuTimes, thread_cpu, verdict
 from engine.log_throttle import ErrorThrottle
 
 __all__ = ["CallSite", "CurrentCall", "LoopWatchdog", "current_call", "watchdog_for"]
@@ -94,15 +99,19 @@ class LoopWatchdog:
     """
 
     def __init__(self, threshold: float = 1.0, logger: logging.Logger | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 cpu: Callable[[], CpuTimes] | None = None) -> None:
         if threshold <= 0:
             raise ValueError(f"LoopWatchdog threshold must be > 0 s, got {threshold!r}")
         self.threshold = threshold
         self.period = threshold / 4
         self._log = logger or log
         self._clock = clock
+        self._cpu = cpu  # the loop thread's CPU times; set at start() unless injected
         self._throttle = ErrorThrottle(self._log)
         self._beat = 0.0
+        self._beat_cpu = CpuTimes(0.0, None)  # read with each beat
+        self._episode_cpu = self._beat_cpu  # the last beat's, when an episode began
         self._blocked_since: float | None = None  # set by the thread while reported
         self._episode: str = ""
         self.episodes = 0
@@ -119,7 +128,10 @@ class LoopWatchdog:
         self._loop = asyncio.get_running_loop()
         self._marker = current_call(self._loop)
         self._loop_thread = threading.get_ident()
+        if self._cpu is None:
+            self._cpu = thread_cpu(threading.get_native_id())
         self._beat = self._clock()
+        self._beat_cpu = self._cpu()
         self._handle = self._loop.call_later(self.period, self._on_beat)
         self._stop.clear()
         self._thread = threading.Thread(target=self._watch, name="loop-watchdog", daemon=True)
@@ -141,14 +153,18 @@ class LoopWatchdog:
 
     def _on_beat(self) -> None:
         now = self._clock()
+        assert self._cpu is not None
+        cpu = self._cpu()
         since = self._blocked_since
         if since is not None:
             self._blocked_since = None
             ok, _ = self._throttle.allow(now)
             if ok:
-                self._log.warning("event loop ran again after %.2f s blocked (%s)",
-                                  now - since, self._episode)
+                self._log.warning("event loop ran again after %.2f s blocked (%s); %s",
+                                  now - since, self._episode,
+                                  verdict(now - since, self._episode_cpu, cpu))
         self._beat = now
+        self._beat_cpu = cpu
         if self._loop is not None and not self._stop.is_set():
             self._handle = self._loop.call_later(self.period, self._on_beat)
 
@@ -160,12 +176,15 @@ class LoopWatchdog:
                 continue
             self.episodes += 1
             self._episode = self._describe()
+            self._episode_cpu = start_cpu = self._beat_cpu
             self._blocked_since = beat
             ok, dropped = self._throttle.allow(self._clock())
             if ok:
+                assert self._cpu is not None
                 extra = f"; {dropped} blocked episodes not reported" if dropped else ""
                 self._log.warning("event loop blocked for %.2f s so far (threshold %g s), "
-                                  "running %s%s", late, self.threshold, self._episode, extra)
+                                  "running %s; %s%s", late, self.threshold, self._episode,
+                                  verdict(late, start_cpu, self._cpu()), extra)
 
     def _describe(self) -> str:
         site = self._marker.site if self._marker is not None else None

@@ -1,7 +1,8 @@
 """Scaling over cores: ``engine run --workers N`` against one worker, CPU-bound bolt.
 
     python scripts/bench_workers.py [--records 60000] [--partitions 4] [--work-us 200]
-                                    [--workers 1,2]
+                                    [--workers 1,2] [--kill-after SECS]
+                                    [--commit-interval 0.5]
 
 Starts the Tansu test broker, writes ``--records`` records on ``--partitions`` partitions,
 then for each worker count runs ``python -m engine run`` on this file's topology
@@ -10,12 +11,18 @@ then for each worker count runs ``python -m engine run`` on this file's topology
 stops it (SIGTERM) and reads the output topic back: every input must be there. The rate
 is steady state, from the output records' producer timestamps, ``--mark`` (25 %: past
 the consumer group's first rebalances) to the last.
+
+With ``--kill-after SECS``, one worker gets SIGKILL that long after the start (the
+supervisor starts it again) and the run prints the group's committed offsets at the kill
+and the duplicates in the output: what the kill made the group read again.
+``--commit-interval`` is the spout's ``commit_interval_secs`` (5 is its default).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import subprocess
 import sys
@@ -66,7 +73,7 @@ def build(conf: Config) -> Topology:
     builder.set_spout("kafka", KafkaSpout(
         str(conf["bench.source"]), bootstrap, str(conf["bench.group"]), value_format="bytes",
         session_timeout_ms=2000, heartbeat_interval_ms=250, auto_offset_reset="earliest",
-        commit_interval_secs=0.5))
+        commit_interval_secs=float(conf.get("bench.commit_interval", 0.5))))
     builder.set_bolt("work", Work(int(conf["bench.loops"]))).shuffle_grouping("kafka")
     builder.set_bolt("out", KafkaBolt(str(conf["bench.sink"]), bootstrap, key_field="key",
                                       value_field="value", value_format="bytes")
@@ -87,16 +94,32 @@ def calibrate(work_us: float) -> int:
         loops *= 2
 
 
-async def committed_total(bootstrap: str, group: str, topic: str, partitions: int) -> int:
-    """Sum of the group's committed offsets on ``topic`` (0 where none yet)."""
+async def committed(bootstrap: str, group: str, topic: str,
+                    partitions: int) -> list[int | None]:
+    """The group's committed offset per partition of ``topic`` (None where none yet)."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
                                 enable_auto_commit=False)
     await consumer.start()
     try:
-        return sum([await consumer.committed(TopicPartition(topic, p)) or 0
-                    for p in range(partitions)])
+        return [await consumer.committed(TopicPartition(topic, p)) for p in range(partitions)]
     finally:
         await consumer.stop()
+
+
+async def committed_total(bootstrap: str, group: str, topic: str, partitions: int) -> int:
+    """Sum of the group's committed offsets on ``topic`` (0 where none yet)."""
+    return sum(o or 0 for o in await committed(bootstrap, group, topic, partitions))
+
+
+def kill_a_worker(supervisor: subprocess.Popen[bytes]) -> int:
+    """SIGKILL one worker of ``supervisor`` (Linux: its children, from ``pgrep``)."""
+    children = subprocess.run(["pgrep", "-P", str(supervisor.pid)], capture_output=True,
+                              text=True, check=False).stdout.split()
+    if not children:
+        raise SystemExit("bench_workers: no worker to kill (the run ended too soon?)")
+    pid = int(children[0])
+    os.kill(pid, signal.SIGKILL)
+    return pid
 
 
 async def fill(bootstrap: str, topic: str, records: int) -> None:
@@ -119,18 +142,27 @@ async def run_workers(broker: Any, workers: int, loops: int, source: str,
     sink, group = f"bench-out-{tag}", f"bench-{tag}"
     await broker.create_topic(sink, args.partitions)
     conf = {"bench.bootstrap": broker.bootstrap, "bench.source": source, "bench.sink": sink,
-            "bench.group": group, "bench.loops": loops}
+            "bench.group": group, "bench.loops": loops,
+            "bench.commit_interval": args.commit_interval}
     cmd = [sys.executable, "-m", "engine", "run", __file__, "--workers", str(workers),
            "--status-interval", "5"]
     for key, value in conf.items():
         cmd += ["--conf", f"{key}={value}"]
     started = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=_ROOT, stdin=subprocess.DEVNULL)
+    kill_at = None if args.kill_after is None else started + args.kill_after
     try:
         while await committed_total(broker.bootstrap, group, source,
                                     args.partitions) < args.records:
             if proc.poll() is not None:
                 raise SystemExit(f"bench_workers: engine exited with {proc.returncode}")
+            if kill_at is not None and time.monotonic() >= kill_at:
+                kill_at = None
+                pid = kill_a_worker(proc)
+                at_kill = await committed(broker.bootstrap, group, source, args.partitions)
+                print(f"--workers {workers}: SIGKILL to worker pid {pid} at "
+                      f"{time.monotonic() - started:.1f}s; committed offsets then {at_kill}",
+                      flush=True)
             await asyncio.sleep(0.5)
         wall = time.monotonic() - started
     finally:
@@ -138,6 +170,9 @@ async def run_workers(broker: Any, workers: int, loops: int, source: str,
         proc.wait(60)
     outcome = await read_outputs(broker.bootstrap, sink, args.partitions, args.records,
                                  mark=args.mark)
+    if args.kill_after is not None:
+        print(f"--workers {workers}: {outcome.duplicates:,} duplicates in the output "
+              f"(inputs read again after the kill)", flush=True)
     return outcome.rate, outcome.unique, wall
 
 
@@ -177,6 +212,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--work-us", type=float, default=200.0)
     parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    parser.add_argument("--kill-after", type=float, default=None, metavar="SECS",
+                        help="SIGKILL one worker this long after the start; print the "
+                             "duplicates it caused")
+    parser.add_argument("--commit-interval", type=float, default=0.5, metavar="SECS",
+                        help="the spout's commit_interval_secs")
     parser.add_argument("--mark", type=float, default=0.25,
                         help="steady state starts at this fraction of the outputs (the "
                              "workers' group rebalances settle before it)")

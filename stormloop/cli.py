@@ -4,6 +4,8 @@
     stormloop graph FILE [...]      the engine's ``graph`` command: the topology as SVG
     stormloop replay [...]          the Spark replay job (``scripts/replay_failed.py``)
     stormloop broker [--port N]     a Kafka-protocol broker in memory, for the examples
+    stormloop produce / consume     put lines on a topic, print a topic's records
+    stormloop doctor, --version     the build installed (compiled or plain), the extras
 
 Works from any directory: the command imports the installed library, never a module of
 the working directory that happens to share its name (an ``engine.py`` of one's own).
@@ -16,6 +18,7 @@ import signal
 import socket
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,6 +33,12 @@ commands:
   graph FILE [...]     draw a topology file as SVG on stdout
   replay [...]         replay a failed topic's records with Spark (stormloop replay --help)
   broker [--port N]    start a Kafka-protocol test broker on 127.0.0.1 (default port 9092)
+  produce TOPIC [...]  write lines from stdin (or --from FILE) to a topic as records
+  consume TOPIC [...]  print a topic's records, one per line
+  doctor               the build installed (compiled or plain, and why), extras, Java
+
+options:
+  --version            the version and the build of the hot path (compiled or plain)
 """
 
 
@@ -73,7 +82,7 @@ def _replay(args: list[str]) -> int:
         print(f"stormloop replay: {exc}; install the Spark extra: "
               f"pip install 'stormloop[spark]'", file=sys.stderr)
         return 2
-    return replay_main(args)
+    return replay_main(args, prog="stormloop replay")
 
 
 def _broker(args: list[str]) -> int:
@@ -88,6 +97,9 @@ def _broker(args: list[str]) -> int:
 
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            # As the broker's own listener does: a port whose last broker was stopped a
+            # moment ago (its connections in TIME_WAIT) is free to listen on again.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind((options.host, options.port))
     except OSError as exc:
         print(f"stormloop broker: cannot listen on {options.host}:{options.port} ({exc.strerror}); "
@@ -128,10 +140,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(USAGE, end="")
         return 0 if args else 2
     command, rest = args[0], args[1:]
+    if command in ("--version", "doctor"):
+        # They say which build runs themselves, in their own words.
+        warnings.filterwarnings("ignore", message="stormloop runs its plain Python hot path")
+        from stormloop.doctor import doctor, version_line
+
+        print(version_line() if command == "--version" else "\n".join(doctor()))
+        return 0
     if command == "replay":
         return _replay(rest)
     if command == "broker":
         return _broker(rest)
+    if command in ("produce", "consume"):
+        from stormloop import kafka_tools
+
+        return kafka_tools.produce(rest) if command == "produce" else kafka_tools.consume(rest)
     if command.startswith("-"):
         print(f"stormloop: unknown option {command!r}\n{USAGE}", end="", file=sys.stderr)
         return 2

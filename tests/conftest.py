@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,6 +11,22 @@ import pytest
 from tests.kafka_broker import TestingBroker
 
 pytest_plugins = ("engine.testing",)
+
+# The suite runs on whichever build is installed, and many tests compare a child process's
+# stderr line by line: the plain build's import warning (engine.hotpath) stays out of it.
+# The tests of that warning clear PYTHONWARNINGS for their child.
+QUIET_PLAIN_BUILD = "ignore:stormloop runs its plain Python hot path:RuntimeWarning"
+os.environ["PYTHONWARNINGS"] = ",".join(
+    w for w in (os.environ.get("PYTHONWARNINGS"), QUIET_PLAIN_BUILD) if w)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per core this process may use, at most four (see
+    ``tests/workers.py``); ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` choose otherwise."""
+    from tests.workers import auto_workers
+
+    return auto_workers()
+
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Test workers take tests one by one, except the tests of the shared Spark session,

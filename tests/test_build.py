@@ -82,3 +82,17 @@ def test_build_without_a_compiler_falls_back_to_plain_python_with_a_warning(
             "a one-line C file); installed the plain Python modules instead" in proc.stderr)
     assert "STORMLOOP_PURE=1" in proc.stderr and "slower" in proc.stderr
     assert not [p for p in (tree / "engine").iterdir() if p.suffix == ".so"]
+    note = (tree / "engine" / "_build_note.txt").read_text()
+    assert note == ("the install used the plain modules: no working C compiler ('/bin/false' "
+                    "exited with status 1 on a one-line C file)\n")
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env.pop("STORMLOOP_PURE", None)
+    env.pop("PYTHONWARNINGS", None)
+    said = subprocess.run([sys.executable, "-c", "import engine"], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert said.returncode == 0, said.stderr
+    lines = said.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "<string>:1: PlainBuildWarning: stormloop runs its plain Python hot path: the install "
+        "used the plain modules: no working C compiler ('/bin/false' exited with status 1 on a "
+        "one-line C file). For the compiled ones"), said.stderr

@@ -10,7 +10,9 @@ Guarantees:
 
 - an item's ``on_done(items, future)`` runs once, after the broker confirmed or refused the
   batch holding its record (``future`` is that batch's delivery future), or with a failed
-  future when the producer would not take the batch;
+  future when the producer would not take the batch, or when the confirmation names
+  another topic or partition than the batch was sent to, or no offset
+  (``DeliveryMismatch``): only a batch confirmed where it was sent counts as stored;
 - records of one partition reach the producer in the order they were added, so a key's
   records keep their order;
 - the partition of a keyed record is the producer's partitioner's choice (by default
@@ -30,15 +32,50 @@ from collections.abc import Callable
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import MessageSizeTooLargeError
+from aiokafka.errors import KafkaError, MessageSizeTooLargeError
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from engine.murmur2 import default_partition
 
-__all__ = ["BatchSender"]
+__all__ = ["BatchSender", "DeliveryMismatch", "checked", "confirmation_problem"]
 
 _RECORD_OVERHEAD = 128  # more than a record batch's header and one record's framing
 Done = Callable[[list[Any], "asyncio.Future[Any]"], None]
+
+
+class DeliveryMismatch(KafkaError):
+    """A batch's confirmation does not say it was stored where it was sent."""
+
+    retriable = True  # its records are sent again by the replay of their tuples
+
+
+def confirmation_problem(metadata: Any, topic: str, partition: int) -> str | None:
+    """What is wrong with a batch's confirmation ``metadata`` for ``topic[partition]``, or
+    None. ``None`` metadata (``acks=0``: the broker confirms nothing) passes."""
+    if metadata is None:
+        return None
+    if metadata.topic != topic or metadata.partition != partition:
+        return (f"batch sent to {topic}[{partition}] was confirmed for "
+                f"{metadata.topic}[{metadata.partition}]")
+    offset = metadata.offset
+    if not isinstance(offset, int) or offset < 0:
+        return f"batch sent to {topic}[{partition}] was confirmed without an offset ({offset!r})"
+    return None
+
+
+def checked(future: asyncio.Future[Any], topic: str,
+            partition: int) -> asyncio.Future[Any]:
+    """``future`` (done), or a failed one with ``DeliveryMismatch`` when its confirmation
+    does not match ``topic[partition]``."""
+    if future.cancelled() or future.exception() is not None:
+        return future
+    problem = confirmation_problem(future.result(), topic, partition)
+    if problem is None:
+        return future
+    failed = future.get_loop().create_future()
+    failed.set_exception(DeliveryMismatch(problem))
+    failed.exception()  # retrieved here; on_done reads it again
+    return failed
 
 
 class BatchSender:
@@ -173,7 +210,8 @@ class BatchSender:
             future = asyncio.get_running_loop().create_future()
             future.set_exception(exc)
             future.exception()  # retrieved here; on_done reads it again
-        future.add_done_callback(lambda f: self._on_done(items, f))
+        topic = self._topic
+        future.add_done_callback(lambda f: self._on_done(items, checked(f, topic, partition)))
 
     async def flush(self) -> None:
         """Hand every added record to the producer (delivery is the producer's flush)."""
@@ -185,9 +223,11 @@ class BatchSender:
             if not self._idle.is_set():
                 await self._idle.wait()
 
-    async def close(self) -> None:
-        """Flush, then stop the sending task."""
-        await self.flush()
+    async def close(self, flush: bool = True) -> None:
+        """Flush (unless told not to: records not handed over stay unsent and their tuples
+        time out), then stop the sending task."""
+        if flush:
+            await self.flush()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

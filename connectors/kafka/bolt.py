@@ -26,9 +26,10 @@ from aiokafka.errors import KafkaError
 
 from connectors.kafka import client_options
 from connectors.kafka.batch_send import BatchSender
+from connectors.kafka.client_stop import close_deadline, stop_by
 from connectors.kafka.codec import check_value_format, encode_key, encode_value
 from connectors.kafka.kafka_errors import describe, is_outage
-from connectors.kafka.outage import Outage, StallWatch
+from connectors.kafka.outage import Outage, StallWatch, servers_text
 from connectors.kafka.throttle import DEFAULT_INTERVAL_SECS, LogThrottle, throttle_aiokafka
 from engine import Bolt
 
@@ -69,9 +70,11 @@ class KafkaBolt(Bolt):
     async def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         """Start this task's producer and its outage watch."""
         self._collector = collector
+        self._context = context
         self._loop = asyncio.get_running_loop()
         self._component = context.component_id
-        self._outage = Outage(f"KafkaBolt {self._component!r} task {context.task_id}", log)
+        self._outage = Outage(f"KafkaBolt {self._component!r} task {context.task_id}", log,
+                              servers_text(self.bootstrap_servers))
         self._throttle = LogThrottle(self.log_throttle_secs)
         throttle_aiokafka(self.log_throttle_secs)
         self._sent = 0
@@ -118,6 +121,9 @@ class KafkaBolt(Bolt):
             self._failed(tup, exc)
 
     def _batch_delivered(self, tuples: list[Any], future: Any) -> None:
+        """Ack the batch's tuples if it was stored, else fail them. ``future`` comes
+        checked (``batch_send.checked``): a confirmation for another topic or partition
+        than the batch was sent to, or without an offset, arrives as a failure."""
         if not future.cancelled() and future.exception() is None:
             self._produced += len(tuples)
             ack = self._collector.ack
@@ -171,10 +177,22 @@ class KafkaBolt(Bolt):
                 "produce_errors": getattr(self, "_errors", 0)}
 
     async def cleanup(self) -> None:
-        """Wait for outstanding records (their tuples are acked or failed), then stop."""
+        """Hand outstanding records to the producer and stop it (it flushes: their tuples
+        are acked or failed), by the stop's deadline (``context.stop_deadline``,
+        ``client_stop``); past it, what is left is dropped with one WARNING and its tuples
+        time out (the spout replays them)."""
+        loop = asyncio.get_running_loop()
+        deadline = close_deadline(getattr(self, "_context", None), loop.time())
         sender = getattr(self, "_sender", None)
         if sender is not None:
-            await sender.close()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await sender.close()
+            except TimeoutError:
+                await sender.close(flush=False)
+                log.warning("%s: records not handed to the producer by the stop's deadline "
+                            "were dropped; their tuples time out and are replayed",
+                            self._component)
         task = getattr(self, "_watch_task", None)
         if task is not None:
             task.cancel()
@@ -182,4 +200,4 @@ class KafkaBolt(Bolt):
                 await task
         producer = getattr(self, "_producer", None)
         if producer is not None:
-            await producer.stop()  # flushes first
+            await stop_by(producer, deadline, f"KafkaBolt {self._component!r}")

@@ -9,9 +9,16 @@ from ``buffer`` and never awaits. Bounds:
   fetched past the cap are dropped and read again later (storm-kafka-client's
   ``maxUncommittedOffsets`` may overshoot by ``maxPollRecords - 1``; this does not).
 
-Rebalance (storm-kafka-client semantics): on revoke, commit what is done, then forget the
-partitions' records, buffered tuples and retries (late acks for them are ignored); on
-assign, resume at the committed offset. Nothing here relies on ``end_offsets``.
+Rebalance (storm-kafka-client semantics, and one step more): on revoke, stop emitting the
+partitions' buffered records and give those already emitted up to ``drain_secs`` to
+complete, commit what is done, then forget the partitions' records, buffered tuples and
+retries (late acks for them are ignored); on assign, resume at the committed offset. The
+new owner so re-reads only what did not complete in that time (storm-kafka-client commits
+at once and re-reads everything in flight). Nothing here relies on ``end_offsets``.
+
+Commits (``commits.py`` says when) run one at a time, each reading the offsets only once
+the one before it has landed: a periodic commit, a revoke's and the last one at close can
+never land out of order, so a partition's committed offset only moves forward.
 """
 
 from __future__ import annotations
@@ -27,14 +34,19 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import KafkaError
 
 from connectors.kafka.codec import DecodeError
+from connectors.kafka.commits import CommitSchedule
 from connectors.kafka.offsets import PartitionOffsets
 from engine.clock import now
 
 __all__ = ["Fetcher", "Partition", "Pending"]
 
 log = logging.getLogger("connectors.kafka")
+commit_log = logging.getLogger("connectors.kafka.commits")
+"""Every commit that landed, at DEBUG (off unless that logger is set to DEBUG)."""
 
 MsgId = tuple[str, int, int]
+
+_DRAIN_POLL_SECS = 0.01  # how often a revoke looks whether its emitted records completed
 
 
 class Pending:
@@ -57,13 +69,14 @@ class Partition:
     stale buffer entries and retries are recognised by identity.
     """
 
-    __slots__ = ("offsets", "paused", "records", "revoked", "tp")
+    __slots__ = ("draining", "offsets", "paused", "records", "revoked", "tp")
 
     def __init__(self, tp: TopicPartition, offsets: PartitionOffsets | None) -> None:
         self.tp = tp
         self.offsets = offsets  # None until the start offset is known
         self.records: dict[int, Pending] = {}
         self.revoked = False
+        self.draining = False  # being revoked: nothing more fetched or emitted
         self.paused = False
 
     def holds(self, pending: Pending) -> bool:
@@ -78,6 +91,7 @@ class Fetcher:
                  on_undecodable: Callable[[Partition, Pending, str], None],
                  before_revoke: Callable[[list[Partition]], Awaitable[None]], *,
                  max_uncommitted: int, max_buffer: int, commit_interval: float,
+                 commit_every: int | None = None, drain_secs: float = 0.0,
                  fetch_max_records: int = 500) -> None:
         self.consumer = consumer
         self._decode = decode
@@ -88,7 +102,9 @@ class Fetcher:
         self._before_revoke = before_revoke
         self.max_uncommitted = max_uncommitted
         self.max_buffer = max_buffer
-        self._commit_interval = commit_interval
+        self._schedule = CommitSchedule(commit_interval, commit_every, now())
+        self._commit_lock = asyncio.Lock()
+        self.drain_secs = drain_secs
         self._fetch_max_records = fetch_max_records
         self.parts: dict[TopicPartition, Partition] = {}
         self.buffer: deque[tuple[Partition, Pending]] = deque()
@@ -150,14 +166,15 @@ class Fetcher:
             self.wake.set()
 
     async def run(self, on_error: Callable[[BaseException], None]) -> None:
-        """Fetch and periodically commit until cancelled; errors are reported, not fatal."""
-        next_commit = now() + self._commit_interval
+        """Fetch, and commit when the schedule says, until cancelled; errors are reported,
+        not fatal."""
+        schedule = self._schedule
         while True:
             try:
                 await self._step()
-                if now() >= next_commit:
-                    next_commit = now() + self._commit_interval
-                    await self.commit()
+                if schedule.due(now(), self.ready()):
+                    landed = await self.commit()
+                    (schedule.failed if landed is False else schedule.committed)(now())
             except Exception as exc:
                 # Broker trouble (KafkaError) is usually transient; anything else is a bug
                 # worth seeing. Either way report it and keep the partitions' state.
@@ -181,12 +198,12 @@ class Fetcher:
             if not records:
                 continue
             part = self.parts.get(tp)
-            if part is None:
+            if part is None or part.draining:
                 # Assigned to the consumer but not (or no longer) tracked here: fetched
                 # while the assignment callback still runs (the consumer fetches new
-                # partitions before it returns) or after a revoke. The consumer's position
-                # moved past these records; rewind it so they are read again once the
-                # partition is tracked, or they would never be emitted while a later
+                # partitions before it returns), during or after a revoke. The consumer's
+                # position moved past these records; rewind it so they are read again once
+                # the partition is tracked, or they would never be emitted while a later
                 # commit passes them.
                 self.consumer.seek(tp, records[0].offset)
                 continue
@@ -258,34 +275,48 @@ class Fetcher:
             self.consumer.resume(*to_resume)
         return len(assigned) - len(want), len(want)
 
-    async def commit(self, parts: Iterable[Partition] | None = None) -> None:
+    def ready(self) -> int:
+        """Offsets committable and not yet committed, summed over the partitions."""
+        return sum(p.offsets.committable - p.offsets.committed
+                   for p in self.parts.values() if p.offsets is not None)
+
+    async def commit(self, parts: Iterable[Partition] | None = None) -> bool | None:
         """Commit each partition's first not-done offset (Kafka's "last processed + 1");
-        nothing once halted."""
-        if self.halted:
-            return
-        chosen = list(self.parts.values() if parts is None else parts)
-        offsets = {p.tp: p.offsets.committable for p in chosen
-                   if p.offsets is not None and p.offsets.needs_commit()}
-        if not offsets:
-            return
-        try:
-            await self.consumer.commit(offsets)
-        except KafkaError as exc:
-            if self.on_commit_error is not None:
-                self.on_commit_error(exc)
-            else:
-                log.warning("commit of %s failed: %s: %s", offsets, type(exc).__name__, exc)
-            return
-        for p in chosen:
-            if p.tp in offsets:
-                assert p.offsets is not None
-                p.offsets.mark_committed(offsets[p.tp])
+        nothing once halted. True when it landed, False when it failed, None when there
+        was nothing to commit. One commit at a time, its offsets read once the previous
+        one has landed: commits land in order, committed offsets never go back."""
+        async with self._commit_lock:
+            if self.halted:
+                return None
+            chosen = list(self.parts.values() if parts is None else parts)
+            offsets = {p.tp: p.offsets.committable for p in chosen
+                       if p.offsets is not None and p.offsets.needs_commit()}
+            if not offsets:
+                return None
+            try:
+                await self.consumer.commit(offsets)
+            except KafkaError as exc:
+                if self.on_commit_error is not None:
+                    self.on_commit_error(exc)
+                else:
+                    log.warning("commit of %s failed: %s: %s", offsets, type(exc).__name__,
+                                exc)
+                return False
+            for p in chosen:
+                if p.tp in offsets:
+                    assert p.offsets is not None
+                    p.offsets.mark_committed(offsets[p.tp])
+            if commit_log.isEnabledFor(logging.DEBUG):
+                commit_log.debug("committed %s", {f"{tp.topic}[{tp.partition}]": o
+                                                  for tp, o in sorted(offsets.items())})
+            return True
 
     async def revoke(self, tps: Iterable[TopicPartition]) -> None:
         """Commit what is done on ``tps``, then forget their records, buffer and retries."""
         parts = [self.parts[tp] for tp in tps if tp in self.parts]
         if not parts:
             return
+        await self._drain(parts)
         await self._before_revoke(parts)
         await self.commit(parts)
         for part in parts:
@@ -294,6 +325,23 @@ class Fetcher:
             del self.parts[part.tp]
         self.buffer = deque(e for e in self.buffer if not e[0].revoked)
         log.info("partitions revoked: %s", sorted(p.tp for p in parts))
+
+    async def _drain(self, parts: list[Partition]) -> None:
+        """Stop fetching and emitting ``parts``; wait up to ``drain_secs`` until none of
+        their emitted records is still in flight."""
+        for part in parts:
+            part.draining = True
+        unsent = {part: 0 for part in parts}  # buffered records, never emitted
+        kept: deque[tuple[Partition, Pending]] = deque()
+        for entry in self.buffer:
+            if entry[0].draining:
+                unsent[entry[0]] += 1
+            else:
+                kept.append(entry)
+        self.buffer = kept
+        deadline = now() + self.drain_secs
+        while any(len(p.records) > unsent[p] for p in parts) and now() < deadline:
+            await asyncio.sleep(_DRAIN_POLL_SECS)
 
     async def assign(self, tps: Iterable[TopicPartition]) -> None:
         """Start tracking ``tps`` at their committed offsets (or the first record fetched)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-__all__ = ["Outage", "StallWatch"]
+__all__ = ["Outage", "StallWatch", "servers_text"]
 
 
 class Outage:
@@ -20,11 +20,14 @@ class Outage:
     number of ``down`` calls; ``up`` while reachable logs nothing.
     """
 
-    __slots__ = ("_errors", "_log", "_who", "down_since")
+    __slots__ = ("_errors", "_log", "_where", "_who", "down_since")
 
-    def __init__(self, who: str, log: logging.Logger) -> None:
+    def __init__(self, who: str, log: logging.Logger, where: str | None = None) -> None:
         self._who = who
         self._log = log
+        # The bootstrap servers, named in the WARNING: with a source and a sink on
+        # different brokers, the operator sees which one is down.
+        self._where = "" if where is None else f"; bootstrap servers {where}"
         #: when the current outage started (loop time), or None while reachable; a plain
         #: attribute, so callers on a per-record path can test it cheaply before ``up``
         self.down_since: float | None = None
@@ -36,8 +39,8 @@ class Outage:
         self._errors += 1
         if self.down_since is None:
             self.down_since = now
-            self._log.warning("%s: Kafka broker unreachable (%s); retrying quietly until it "
-                              "answers", self._who, cause)
+            self._log.warning("%s: Kafka broker unreachable (%s%s); retrying quietly until "
+                              "it answers", self._who, cause, self._where)
 
     def up(self, now: float) -> None:
         """The broker answered."""
@@ -72,3 +75,9 @@ class StallWatch:
             self._since = now
             return 0.0
         return now - self._since
+
+
+def servers_text(bootstrap_servers: str | list[str]) -> str:
+    """``bootstrap_servers`` as one line: ``"host1:9092,host2:9092"``."""
+    return bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(
+        bootstrap_servers)

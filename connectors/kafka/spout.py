@@ -10,9 +10,10 @@ Guarantees, per record of an assigned partition:
   after an exponential backoff, at most ``max_retries`` times;
 - then, or at once if it cannot be decoded, one failed-record JSON (``failed.py``) is written
   to ``failed_topic``, and only once the broker confirmed it does the offset count as done;
-- a partition's committed offset never passes a record that is not done, so a crash or a
-  rebalance re-reads (and re-emits) only records not yet done: at least once, with
-  duplicates bounded by what was in flight;
+- a partition's committed offset never passes a record that is not done, and only moves
+  forward, so a rebalance re-reads (and re-emits) only records not yet done, a crash also
+  those done since the last commit: at least once, with duplicates bounded by what was in
+  flight and by how often the spout commits (``commits.py``);
 - an offset already committed is never emitted again by this task.
 
 Without ``failed_topic``, a given-up record is logged, counted in ``counters.dropped`` and
@@ -32,7 +33,8 @@ The failure path (``docs/kafka.md``):
   given up: halted, it emits nothing, pauses every partition and commits nothing more,
   after one CRITICAL line; ``counters.halted`` and ``metrics()`` say why;
 - a broker outage or a stalled fetch (no answer for ``outage_after_secs``: a network
-  blackhole) is one WARNING, its end one INFO with its length (``outage.py``).
+  blackhole) is one WARNING, its end one INFO with its length (``outage.py``), also while
+  every partition is paused (a probe then asks the broker, ``broker_watch.py``).
 
 Records live in the task's memory between fetch and done (retries are replayed from there,
 not re-fetched); ``max_uncommitted_offsets`` per partition bounds that.
@@ -51,16 +53,19 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from connectors.kafka import client_options
 from connectors.kafka.alone import SplitWatch
 from connectors.kafka.breaker import DeadLetterBreaker, DeadLetterLimit
+from connectors.kafka.broker_watch import BrokerWatch
+from connectors.kafka.client_stop import CLOSE_FLOOR_SECS, close_deadline, stop_by
 from connectors.kafka.codec import Decoder
 from connectors.kafka.failed import FailedRecord, ReplayOrigin
 from connectors.kafka.failed_writer import FailedWriter
 from connectors.kafka.fetcher import Fetcher, MsgId, Partition, Pending
 from connectors.kafka.kafka_errors import describe, is_outage
-from connectors.kafka.outage import Outage, StallWatch
-from connectors.kafka.retry import Backoff, RetryQueue
+from connectors.kafka.outage import Outage, servers_text
+from connectors.kafka.retry import RetryQueue
 from connectors.kafka.spout_options import (
     DEFAULT_FAILED_MAX_BYTES,
     KafkaSpoutMetrics,
+    backoff,
     consumer_config,
     producer_config,
 )
@@ -81,13 +86,21 @@ class KafkaSpout(Spout):
     """Consumer-group subscription to ``topics``; emits ``fields`` of each record.
 
     ``fields`` are taken from the record: any of ``topic``, ``partition``, ``offset``,
-    ``key``, ``value``, ``timestamp``, ``headers``. Keywords beyond Storm's spout:
-    ``max_uncommitted_offsets`` (per partition, pause above it), ``commit_interval_secs``
-    (periodic commit), ``buffer_size`` (records fetched ahead), ``dead_letter_limit`` (a
-    ``DeadLetterLimit``; off by default), ``failed_max_bytes`` (largest failed record, by
-    default the producer's ``max_request_size`` less 1 KiB), ``log_throttle_secs`` and
-    ``outage_after_secs``. Everything else is passed to ``AIOKafkaConsumer`` (SASL/SSL
-    included, see ``client_options``) and overrides the spout's defaults.
+    ``key``, ``value``, ``timestamp``, ``headers``. ``retry_backoff_secs`` is the wait
+    before the first retry (doubling up to 30 s) or a pair ``(initial, maximum)``.
+    Keywords beyond Storm's spout:
+    ``max_uncommitted_offsets`` (per partition, pause above it; by default 100,000, so
+    that the engine's in-flight limit, not this, paces a spout whose acks wait for a
+    checkpoint: with 10,000 a four-partition spout ran at 40,000 trees per round),
+    ``commit_interval_secs`` (periodic commit; the spout also commits once
+    ``topology.max.spout.pending`` offsets are ready, see ``commits.py``), ``buffer_size``
+    (records fetched ahead), ``dead_letter_limit`` (a ``DeadLetterLimit``; off by
+    default), ``failed_max_bytes`` (largest failed record, by default the producer's
+    ``max_request_size`` less 1 KiB), ``log_throttle_secs``, ``outage_after_secs`` and
+    ``revoke_drain_secs`` (how long a rebalance lets the records emitted from the
+    partitions it takes complete before their commit). Everything else is passed to
+    ``AIOKafkaConsumer`` (SASL/SSL included, see ``client_options``) and overrides the
+    spout's defaults.
     """
 
     shared_across_processes = True
@@ -108,13 +121,14 @@ class KafkaSpout(Spout):
     def __init__(self, topics: str | Iterable[str], bootstrap_servers: str | list[str],
                  group_id: str, *, fields: Sequence[str] = ("key", "value"),
                  value_format: str = "str", max_retries: int = 3,
-                 retry_backoff_secs: tuple[float, float] = (0.5, 30.0),
-                 failed_topic: str | None = None, max_uncommitted_offsets: int = 10_000,
+                 retry_backoff_secs: float | tuple[float, float] = (0.5, 30.0),
+                 failed_topic: str | None = None, max_uncommitted_offsets: int = 100_000,
                  commit_interval_secs: float = 5.0, buffer_size: int = 10_000,
                  dead_letter_limit: DeadLetterLimit | None = None,
                  failed_max_bytes: int | None = None,
                  log_throttle_secs: float = DEFAULT_INTERVAL_SECS,
-                 outage_after_secs: float = 15.0, **consumer_options: Any) -> None:
+                 outage_after_secs: float = 15.0, revoke_drain_secs: float = 2.0,
+                 **consumer_options: Any) -> None:
         self.topics = [topics] if isinstance(topics, str) else list(topics)
         if not self.topics or not all(isinstance(t, str) and t for t in self.topics):
             raise ValueError(f"KafkaSpout: topics must be a topic name or a non-empty list "
@@ -122,16 +136,15 @@ class KafkaSpout(Spout):
         if max_uncommitted_offsets < 1 or buffer_size < 1 or commit_interval_secs <= 0:
             raise ValueError("KafkaSpout: max_uncommitted_offsets and buffer_size must be "
                              ">= 1 and commit_interval_secs > 0")
-        if log_throttle_secs < 0 or outage_after_secs <= 0:
-            raise ValueError("KafkaSpout: log_throttle_secs must be >= 0 and "
-                             "outage_after_secs > 0")
+        if log_throttle_secs < 0 or outage_after_secs <= 0 or revoke_drain_secs < 0:
+            raise ValueError("KafkaSpout: log_throttle_secs and revoke_drain_secs must be "
+                             ">= 0 and outage_after_secs > 0")
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
         self.fields = tuple(fields)
         self.value_format = value_format
         self.decoder = Decoder(self.fields, value_format)
-        initial, maximum = retry_backoff_secs
-        self.backoff = Backoff(initial, maximum, max_retries)
+        self.backoff = backoff(retry_backoff_secs, max_retries)
         self.failed_topic = failed_topic
         self.max_uncommitted_offsets = max_uncommitted_offsets
         self.commit_interval_secs = commit_interval_secs
@@ -139,6 +152,7 @@ class KafkaSpout(Spout):
         self.dead_letter_limit = dead_letter_limit
         self.log_throttle_secs = log_throttle_secs
         self.outage_after_secs = outage_after_secs
+        self.revoke_drain_secs = revoke_drain_secs
         self.consumer_options = client_options.build(consumer_config(consumer_options),
                                                      who="KafkaSpout")
         self.failed_max_bytes = (DEFAULT_FAILED_MAX_BYTES if failed_max_bytes is None
@@ -152,11 +166,12 @@ class KafkaSpout(Spout):
     async def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         """Connect, join the group and start the fetch, failed-topic and watch loops."""
         self._collector = collector
+        self._context = context
         self._topology = getattr(context, "topology_name", None) or conf.get("topology.name")
         self._component = context.component_id
         self._loop = asyncio.get_running_loop()
         who = f"KafkaSpout {self._component!r} task {context.task_id}"
-        self._outage = Outage(who, log)
+        self._outage = Outage(who, log, servers_text(self.bootstrap_servers))
         self._split = SplitWatch(self._component, context.task_id, self.group_id,
                                  self.topics) if self.keyed_downstream else None
         self._throttle = LogThrottle(self.log_throttle_secs)
@@ -176,7 +191,9 @@ class KafkaSpout(Spout):
         self._fetcher = Fetcher(
             self._consumer, self.decoder, self._undecodable, self._before_revoke,
             max_uncommitted=self.max_uncommitted_offsets, max_buffer=self.buffer_size,
-            commit_interval=self.commit_interval_secs)
+            commit_interval=self.commit_interval_secs,
+            commit_every=max_pending or self.max_uncommitted_offsets,
+            drain_secs=self.revoke_drain_secs)
         self._fetcher.on_commit_error = self._report
         try:
             await self._start_clients()
@@ -346,38 +363,34 @@ class KafkaSpout(Spout):
             self._collector.report_error(exc)
 
     async def _watch(self) -> None:
-        """Every second: report fetches that stopped being answered (an outage or a
-        blackhole) and their return; move the breaker's window."""
-        consumer, stall = self._consumer, StallWatch()
-        while True:
-            await asyncio.sleep(_WATCH_SECS)
-            now = self._loop.time()
-            if self._breaker is not None:
-                self._breaker.tick(now)
-            if self._split is not None:
-                with contextlib.suppress(AssertionError):  # a rebalance is running
-                    self._split.check(consumer)
-            try:
-                fetching = consumer.assignment() - consumer.paused()
-                marker = tuple(sorted((tp, consumer.last_poll_timestamp(tp))
-                                      for tp in fetching))
-            except AssertionError:
-                continue  # a rebalance ran between the two calls: look again next time
-            still = stall.check(marker, bool(fetching) and self._halted is None, now)
-            if still >= self.outage_after_secs:
-                self._outage.down(now - still, f"no fetch answered for {still:.0f} s")
-            elif still == 0.0 and fetching:
-                self._outage.up(now)
+        """Every second: look for an outage (``broker_watch.py``: fetches that stopped
+        being answered, or a probe's answer while every partition is paused) and its
+        end; move the breaker's window."""
+        watch = BrokerWatch(self._consumer, self._outage, self.outage_after_secs,
+                            probe_every=max(_WATCH_SECS, self.outage_after_secs / 3))
+        try:
+            while True:
+                await asyncio.sleep(_WATCH_SECS)
+                now = self._loop.time()
+                if self._breaker is not None:
+                    self._breaker.tick(now)
+                watch.look(now, self._halted is not None)
+                if self._split is not None:
+                    with contextlib.suppress(AssertionError):  # a rebalance is running
+                        self._split.check(self._consumer)
+        finally:
+            await watch.close()
 
     def metrics(self) -> dict[str, Any]:
         """This task's figures: per partition ``committed``, ``high_watermark`` (from the
-        last fetch), ``lag`` and ``position``; failed-topic records written and write
-        retries; the dead-letter breaker and whether the task halted."""
+        last fetch), ``lag``, ``position`` and ``paused``; failed-topic records written and
+        write retries; the dead-letter breaker and whether the task halted."""
         if not hasattr(self, "_fetcher"):
             return {"partitions": [], "failed_topic_records": 0, "failed_topic_retries": 0,
                     "failed_topic_truncated": 0, "halted": None, "dead_letter": None,
                     "broker_unreachable_since": None}  # not opened (yet)
         consumer = self._consumer
+        paused = consumer.paused()
         partitions = []
         for part in list(self._fetcher.parts.values()):
             offsets = part.offsets
@@ -388,7 +401,7 @@ class KafkaSpout(Spout):
                 "topic": part.tp.topic, "partition": part.tp.partition,
                 "committed": offsets.committed, "high_watermark": high,
                 "lag": None if high is None else max(0, high - offsets.committed),
-                "position": offsets.fetch_position})
+                "position": offsets.fetch_position, "paused": part.tp in paused})
         breaker = self._breaker
         return {
             "partitions": partitions,
@@ -403,28 +416,40 @@ class KafkaSpout(Spout):
         }
 
     async def close(self) -> None:
-        """Stop fetching, let failed-topic writes land, commit what is done, leave the group."""
+        """Stop fetching, let failed-topic writes land, commit what is done, leave the group:
+        all by the stop's deadline (``context.stop_deadline``: the drain's end, at least
+        2 s after it; ``client_stop``). What is not done by then is given up with one
+        WARNING: records done since the last commit are read again, and the group drops
+        the member after its session timeout."""
         if not hasattr(self, "_fetcher"):
             return  # never opened
+        deadline = close_deadline(self._context, self._loop.time())
         tasks = self._tasks
         if tasks:
             await _cancel(tasks[0])
         if self._writer is not None:
-            await self._writer.wait_idle(10.0)
+            await self._writer.wait_idle(min(10.0, max(0.0, deadline - self._loop.time())))
         for task in tasks[1:]:
             await _cancel(task)
         self._tasks = []
         if self._split is not None:
             self._split.forget()
-        await self._fetcher.commit()
-        await self._stop_clients()
+        try:
+            async with asyncio.timeout_at(deadline):
+                await self._fetcher.commit()
+        except TimeoutError:
+            log.warning("%s: the final commit was not answered by the stop's deadline; "
+                        "records done since the last commit will be read again",
+                        self._component)
+        await self._stop_clients(deadline)
 
-    async def _stop_clients(self) -> None:
-        with contextlib.suppress(Exception):
-            await self._consumer.stop()
+    async def _stop_clients(self, deadline: float | None = None) -> None:
+        if deadline is None:
+            deadline = self._loop.time() + CLOSE_FLOOR_SECS
+        who = f"KafkaSpout {self._component!r}"
+        await stop_by(self._consumer, deadline, who)
         if self._producer is not None:
-            with contextlib.suppress(Exception):
-                await self._producer.stop()
+            await stop_by(self._producer, deadline, who)
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

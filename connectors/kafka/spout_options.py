@@ -8,9 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from connectors.kafka import client_options
+from connectors.kafka.retry import Backoff
 
-__all__ = ["DEFAULT_FAILED_MAX_BYTES", "KafkaSpoutMetrics", "consumer_config",
-           "producer_config"]
+__all__ = ["DEFAULT_FAILED_MAX_BYTES", "DEFAULT_MAX_BACKOFF_SECS", "KafkaSpoutMetrics", "backoff",
+           "consumer_config", "producer_config"]
+
+DEFAULT_MAX_BACKOFF_SECS = 30.0
+"""The longest wait between retries when ``retry_backoff_secs`` gives only the first."""
 
 _CONSUMER_DEFAULTS: dict[str, Any] = {
     "enable_auto_commit": False,
@@ -63,3 +67,21 @@ def producer_config(consumer_options: Mapping[str, Any]) -> dict[str, Any]:
     """Options of the failed-topic producer: the consumer's connection and security ones."""
     return client_options.build(client_options.shared(consumer_options), {"acks": "all"},
                                 "KafkaSpout failed-topic producer")
+
+
+def backoff(retry_backoff_secs: Any, max_retries: int) -> Backoff:
+    """The retry schedule ``retry_backoff_secs`` asks for: a number is the first wait,
+    doubling up to 30 s (or that number, if larger); a pair is ``(initial, maximum)``.
+    Anything else raises ``ValueError`` with one line naming the option."""
+    value = retry_backoff_secs
+    if _is_number(value):
+        return Backoff(float(value), max(float(value), DEFAULT_MAX_BACKOFF_SECS), max_retries)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(map(_is_number, value)):
+        return Backoff(float(value[0]), float(value[1]), max_retries)
+    raise ValueError(f"KafkaSpout: retry_backoff_secs must be a number of seconds (the first "
+                     f"wait, doubling up to {DEFAULT_MAX_BACKOFF_SECS:g} s) or a pair "
+                     f"(initial, maximum), got {value!r}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -57,7 +57,7 @@ from connectors.spark.kafka_io import (
     write_batches,
 )
 from connectors.spark.offsets import OffsetRange, plan_ranges, plan_tasks
-from connectors.spark.parse import PARSED_DDL, parse_records
+from connectors.spark.parse import PARSED_DDL, parse_fetched
 
 __all__ = ["FAILED_FORMAT", "FORMAT", "FailedRecordsDataSource", "KafkaDataSource",
            "client_option", "client_settings", "ranges_option", "required_option"]
@@ -135,12 +135,9 @@ class _FailedRecordsReader(_KafkaReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Every record of the partition's range, parsed, once, in offset order."""
         assert isinstance(partition, _RangePartition)
-        failed_partition = pa.scalar(partition.rng.partition, pa.int32())
         for records in fetch_range(self.bootstrap, partition.rng, client=self.client):
             with gc_paused():
-                parsed = parse_records([r.value for r in records],
-                                       pa.repeat(failed_partition, len(records)),
-                                       pa.array([r.offset for r in records], pa.int64()))
+                parsed = parse_fetched(records, partition.rng.partition)
             yield parsed
 
 

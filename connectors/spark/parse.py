@@ -12,12 +12,16 @@ UDF: a row-at-a-time UDF would ship every record to a second Python worker and b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pyarrow as pa
 
 from connectors.kafka.failed import FailedRecord, MalformedFailedRecord
 from connectors.spark.parse_columns import FIELDS_SCHEMA, RANGES, parse_columnar
 
-__all__ = ["PARSED_DDL", "PARSED_SCHEMA", "parse_batch", "parse_payload", "parse_records"]
+__all__ = ["PARSED_DDL", "PARSED_SCHEMA", "parse_batch", "parse_fetched", "parse_payload",
+           "parse_records"]
 
 PARSED_SCHEMA = pa.schema([
     ("failed_partition", pa.int32()), ("failed_offset", pa.int64()), ("error", pa.string()),
@@ -51,6 +55,14 @@ def parse_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     """One ``PARSED_SCHEMA`` row per row of ``batch`` (the Kafka source's columns)."""
     return parse_records(batch.column("value").to_pylist(), batch.column("partition"),
                          batch.column("offset"))
+
+
+def parse_fetched(records: Sequence[Any], failed_partition: int) -> pa.RecordBatch:
+    """One ``PARSED_SCHEMA`` row per fetched record (anything with ``value`` and
+    ``offset``, as aiokafka's ``ConsumerRecord``) of the failed topic's partition."""
+    return parse_records([r.value for r in records],
+                         pa.repeat(pa.scalar(failed_partition, pa.int32()), len(records)),
+                         pa.array([r.offset for r in records], pa.int64()))
 
 
 def parse_records(payloads: list[bytes | None], failed_partitions: pa.Array,

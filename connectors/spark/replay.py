@@ -23,10 +23,13 @@ A dry run reads and reports the same way but writes and commits nothing.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
+import functools
 import operator
-import time
-from dataclasses import dataclass, field
+import signal
+import sys
+import threading
+from collections.abc import Iterator
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -34,75 +37,92 @@ from pyspark.sql import functions as F
 
 from connectors.kafka.failed import REPLAY_HEADERS
 from connectors.spark.datasource import FAILED_FORMAT, client_option, ranges_option
-from connectors.spark.offsets import OffsetRange, commit_ranges, plan_ranges, probe_broker
+from connectors.spark.job import JavaNotFound, find_java, run_replay
+from connectors.spark.offsets import OffsetRange
+from connectors.spark.options import ReplayOptions
+from connectors.spark.progress import Progress
 from connectors.spark.replay_sink import SINK_COLUMNS, sink_format
 from connectors.spark.session import build_session, prepare_session
-from connectors.spark.summary import ReplaySummary
+from connectors.spark.summary import PhaseClock, ReplaySummary
 from connectors.spark.tally import Fate
 
-__all__ = ["REPLAY_HEADERS", "ReplayOptions", "run_replay"]
+__all__ = ["REPLAY_HEADERS", "ReplayOptions", "replay_with_spark", "run_replay",
+           "stage_status"]
 
 
 
-@dataclass(frozen=True, slots=True)
-class ReplayOptions:
-    """Everything one run needs; the command line maps onto these fields one to one."""
-
-    bootstrap_servers: str
-    failed_topic: str
-    target_topic: str | None = None
-    group_id: str = "replay-failed"
-    master: str | None = None
-    dry_run: bool = False
-    reasons: tuple[str, ...] = ()
-    since_ms: int | None = None
-    connect_timeout_s: float = 5.0
-    max_offsets_per_task: int = 50_000
-    max_attempts: int = 5
-    max_records_per_sec: float | None = None
-    client: dict[str, str] = field(default_factory=dict)
-    """Connection and security options for every Kafka client of the job."""
-
-
-def run_replay(options: ReplayOptions, spark: SparkSession | None = None) -> ReplaySummary:
-    """Run the job once (see the module docstring) and return what it did.
-
-    Raises ``BrokerUnreachable`` within ``connect_timeout_s`` and before any Spark work if
-    no broker answers, ``TopicNotFound`` if the failed topic does not exist. Spark starts
-    only when there is something to read; a session passed in is used and left running.
-    """
-    started = time.monotonic()
-    bootstrap = options.bootstrap_servers
-    summary = ReplaySummary(options.failed_topic, options.group_id, options.dry_run,
-                            max_attempts=options.max_attempts)
-    clock = _PhaseClock(summary.phases)
-    client = options.client
-    asyncio.run(probe_broker(bootstrap, options.connect_timeout_s, client))
-    ranges = asyncio.run(plan_ranges(bootstrap, options.failed_topic, options.group_id,
-                                     client=client))
-    clock.lap("plan")
-    if any(r.size for r in ranges):
-        own_session = spark is None
-        if spark is None:
-            spark = build_session(options.master)
-            summary.spark_startup_s = clock.lap()
-        else:
-            prepare_session(spark)
-        try:
+def replay_with_spark(options: ReplayOptions, ranges: list[OffsetRange],
+                      summary: ReplaySummary, clock: PhaseClock, spark: SparkSession | None,
+                      progress: Progress) -> None:
+    """Read, de-duplicate and (unless a dry run) write ``ranges`` in one Spark job; fill
+    ``summary``. A session passed in is used and left running; otherwise one is started
+    (``JavaNotFound`` without a Java) and stopped. Commits nothing (the caller does)."""
+    own_session = spark is None
+    progress.read = None  # counted in the tasks, not here
+    if spark is None:
+        progress.stage = "starting Spark"
+        if find_java() is None:
+            raise JavaNotFound
+        spark = build_session(options.master)
+        summary.spark_startup_s = clock.lap()
+    else:
+        prepare_session(spark)
+    progress.status = functools.partial(stage_status, spark)
+    try:
+        with _interruptible(spark):
+            progress.stage = "reading, de-duplicating and writing in Spark"
             _replay(spark, options, ranges, summary, clock)
-        finally:
-            if own_session:
-                spark.stop()
-                clock.lap("Spark shutdown")
-        if not options.dry_run:
-            asyncio.run(commit_ranges(bootstrap, options.group_id, ranges, client=client))
-            clock.lap("commit")
-    summary.elapsed_s = time.monotonic() - started
-    return summary
+    finally:
+        progress.status = None
+        if own_session:
+            if sys.exc_info()[1] is None:  # else the stage that failed stays on show
+                progress.stage = "stopping Spark"
+            _stop(spark)
+            clock.lap("Spark shutdown")
+
+
+def stage_status(spark: SparkSession) -> str | None:
+    """The Spark stages running now and their tasks, for the progress line."""
+    tracker = spark.sparkContext.statusTracker()
+    stages = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
+    return "; ".join(f"Spark stage {s.stageId}: {s.numCompletedTasks} of {s.numTasks} tasks "
+                     f"done, {s.numActiveTasks} running" for s in stages if s) or None
+
+
+@contextlib.contextmanager
+def _interruptible(spark: SparkSession) -> Iterator[None]:
+    """Ctrl-C cancels the Spark jobs and raises ``KeyboardInterrupt``, even when the JVM
+    (which got the signal too) is already gone; PySpark's own handler raises a py4j error
+    then."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        with contextlib.suppress(Exception):
+            spark.sparkContext.setLogLevel("OFF")  # the cancelled tasks' errors are no news
+            spark.sparkContext.cancelAllJobs()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stop(spark: SparkSession) -> None:
+    """Stop the session; after an interrupt the JVM may be gone, which is no news then."""
+    interrupted = isinstance(sys.exc_info()[1], KeyboardInterrupt)
+    try:
+        spark.stop()
+    except Exception:
+        if not interrupted:
+            raise
 
 
 def _replay(spark: SparkSession, options: ReplayOptions, ranges: list[OffsetRange],
-            summary: ReplaySummary, clock: _PhaseClock) -> None:
+            summary: ReplaySummary, clock: PhaseClock) -> None:
     """One Spark job: read and parse, rank each record among those with its original
     coordinates, then the sink tallies every record and writes the ones to replay."""
     parsed = (spark.read.format(FAILED_FORMAT)
@@ -132,22 +152,6 @@ def _replay(spark: SparkSession, options: ReplayOptions, ranges: list[OffsetRang
     tally.value.fill(summary)
     clock.lap("read, de-duplicate and write" if not options.dry_run
               else "read and de-duplicate")
-
-
-class _PhaseClock:
-    """Records the seconds since the previous lap under each lap's name."""
-
-    def __init__(self, phases: dict[str, float]) -> None:
-        self.phases = phases
-        self.last = time.monotonic()
-
-    def lap(self, name: str | None = None) -> float:
-        """Seconds since the previous lap, recorded under ``name`` unless it is None."""
-        now = time.monotonic()
-        seconds, self.last = now - self.last, now
-        if name is not None:
-            self.phases[name] = seconds
-        return seconds
 
 
 def _fated(parsed: DataFrame, options: ReplayOptions) -> DataFrame:

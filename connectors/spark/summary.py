@@ -7,9 +7,11 @@ Spark or Kafka, so the report is tested on plain values.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
-__all__ = ["SAMPLE_ROWS", "Malformed", "Planned", "ReplaySummary", "format_summary"]
+__all__ = ["SAMPLE_ROWS", "Malformed", "PhaseClock", "Planned", "ReplaySummary",
+           "format_summary"]
 
 SAMPLE_ROWS = 20
 """How many malformed and planned records a summary lists at most."""
@@ -57,8 +59,26 @@ class ReplaySummary:
     malformed_samples: list[Malformed] = field(default_factory=list)
     planned_samples: list[Planned] = field(default_factory=list)
     spark_startup_s: float | None = None
+    in_process: bool = False
+    """True when the run did its work in process, without Spark."""
     phases: dict[str, float] = field(default_factory=dict)
     elapsed_s: float = 0.0
+
+
+class PhaseClock:
+    """Records the seconds since the previous lap under each lap's name."""
+
+    def __init__(self, phases: dict[str, float]) -> None:
+        self.phases = phases
+        self.last = time.monotonic()
+
+    def lap(self, name: str | None = None) -> float:
+        """Seconds since the previous lap, recorded under ``name`` unless it is None."""
+        now = time.monotonic()
+        seconds, self.last = now - self.last, now
+        if name is not None:
+            self.phases[name] = seconds
+        return seconds
 
 
 def _short(text: str, width: int = _REASON_WIDTH) -> str:
@@ -106,5 +126,7 @@ def format_summary(s: ReplaySummary) -> str:
     parts = [] if s.spark_startup_s is None else [("Spark start-up", s.spark_startup_s)]
     parts += s.phases.items()
     timing = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in parts)
+    if s.in_process:
+        timing = "in process, no Spark" + (f": {timing}" if timing else "")
     lines.append(f"took {s.elapsed_s:.1f} s" + (f" ({timing})" if timing else ""))
     return "\n".join(lines)

@@ -31,14 +31,9 @@ from typing import Any, Protocol
 
 from engine.components import Bolt, Spout
 from engine.config import TOPOLOGY_WORKERS
+from engine.declarer import DEFAULT_STREAM, OutputFieldsDeclarer
 from engine.errors import TopologyError
-from engine.topology import (
-    DEFAULT_STREAM,
-    ComponentDef,
-    OutputFieldsDeclarer,
-    Subscription,
-    Topology,
-)
+from engine.topology import ComponentDef, Subscription, Topology
 
 __all__ = ["KeyedSource", "reader_id", "with_hops", "writer_id"]
 

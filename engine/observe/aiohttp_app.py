@@ -14,7 +14,7 @@ from aiohttp import web
 from engine.observe.routes import Routes
 
 if TYPE_CHECKING:
-    from engine.cluster import LocalCluster
+    from engine.observe.observer import Topologies
 
 __all__ = ["make_app"]
 
@@ -36,10 +36,11 @@ async def _sampler(app: web.Application) -> AsyncIterator[None]:
         await task
 
 
-def make_app(cluster: LocalCluster) -> web.Application:
-    """An ``aiohttp.web.Application`` serving ``cluster`` (every path of ``routes``)."""
+def make_app(cluster: Topologies, show_errors: bool = False) -> web.Application:
+    """An ``aiohttp.web.Application`` serving ``cluster`` (every path of ``routes``; error
+    texts only with ``show_errors``)."""
     app = web.Application()
-    app[ROUTES] = Routes(cluster)
+    app[ROUTES] = Routes(cluster, show_errors)
     app.cleanup_ctx.append(_sampler)
     app.router.add_get("/{tail:.*}", _handle)
     return app

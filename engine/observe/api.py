@@ -3,7 +3,10 @@
 Counts are for the chosen window; latencies are milliseconds (averages over the window,
 as Storm gives them); ``capacity`` is Storm's: executed x execute latency / window time,
 the busiest executor of the component. ``timedOut``, ``pending`` and ``inFlightLimit``
-are this engine's own additions.
+are this engine's own additions, and so are the rates per second over the last minute
+(``emittedPerSec``, ``ackedPerSec``, ``failedPerSec``, bolts' ``executedPerSec``; the
+topology's ``rates``), ``failedRatio`` (failed / (acked + failed) in the window),
+``spoutPending`` and ``sameAsAllTime`` on a window row while uptime is shorter than it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.observe.reasons import fails_by_reason
-from engine.observe.windows import WINDOWS, Delta, window_label
+from engine.observe.windows import ALL_TIME, RATE_WINDOW, WINDOWS, Delta, window_label
 
 __all__ = ["bolt_json", "bolt_times", "component_json", "flatten", "spout_json",
            "topology_json", "topology_summary"]
@@ -70,12 +73,28 @@ def _counts(delta: Delta, cid: str, *keys: str) -> dict[str, int]:
     return {key: int(delta[f"{cid}/{key}"]) for key in keys}
 
 
+def _rates(rate: Delta | None, cid: str, *keys: str) -> dict[str, float | None]:
+    """``<key>PerSec`` over the rate window (``None`` before a second has passed)."""
+    return {f"{key}PerSec": rate.per_sec(f"{cid}/{key}") if rate is not None else None
+            for key in keys}
+
+
+def _failed_ratio(delta: Delta, cid: str) -> float | None:
+    """Failed over acked plus failed in the window; ``None`` when neither moved."""
+    failed = delta[f"{cid}/failed"]
+    done = failed + delta[f"{cid}/acked"]
+    return round(failed / done, 4) if done else None
+
+
 def spout_json(stats: Mapping[str, Any], delta: Delta, cid: str,
-               errors: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """One entry of ``spouts``."""
+               errors: Mapping[str, list[dict[str, Any]]],
+               rate: Delta | None = None) -> dict[str, Any]:
+    """One entry of ``spouts``; ``rate`` is the delta the rates per second come from."""
     comp = stats["components"][cid]
     return {"spoutId": cid, "executors": comp["executors"], "tasks": comp["tasks"],
             **_counts(delta, cid, "emitted", "transferred", "acked", "failed"),
+            **_rates(rate, cid, "emitted", "acked", "failed"),
+            "failedRatio": _failed_ratio(delta, cid),
             "completeLatency": _ms(delta.ratio("complete/sum", "complete/count")),
             "timedOut": int(delta[f"{cid}/failed:timeout"]),
             "failedExplicit": int(delta[f"{cid}/failed:explicit"]),
@@ -86,11 +105,14 @@ def spout_json(stats: Mapping[str, Any], delta: Delta, cid: str,
 
 
 def bolt_json(stats: Mapping[str, Any], delta: Delta, cid: str,
-              errors: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """One entry of ``bolts``."""
+              errors: Mapping[str, list[dict[str, Any]]],
+              rate: Delta | None = None) -> dict[str, Any]:
+    """One entry of ``bolts``; ``rate`` is the delta the rates per second come from."""
     comp = stats["components"][cid]
     return {"boltId": cid, "executors": comp["executors"], "tasks": comp["tasks"],
             **_counts(delta, cid, "emitted", "transferred", "executed", "acked", "failed"),
+            **_rates(rate, cid, "emitted", "executed", "acked", "failed"),
+            "failedRatio": _failed_ratio(delta, cid),
             **bolt_times(stats, delta, cid),
             "errors": int(delta[f"{cid}/errors"]),
             "lastError": _last_error(errors, cid)}
@@ -103,6 +125,8 @@ def _topology_stats(stats: Mapping[str, Any], deltas: Mapping[str, Delta]) -> li
     for window in WINDOWS:
         d = deltas[window]
         out.append({"window": window, "windowPretty": window_label(window),
+                    "sameAsAllTime": window != ALL_TIME
+                    and stats["uptime_secs"] < int(window),
                     "emitted": int(sum(d[f"{c}/emitted"] for c in users)),
                     "transferred": int(sum(d[f"{c}/transferred"] for c in users)),
                     "completeLatency": _ms(d.ratio("complete/sum", "complete/count")),
@@ -134,30 +158,49 @@ def _partitions(stats: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _topology_rates(stats: Mapping[str, Any], rate: Delta | None) -> dict[str, Any]:
+    """Emitted (by every spout and bolt), acked and failed (trees) per second."""
+    comps = stats["components"]
+    spouts = [cid for cid, c in comps.items() if c["kind"] == "spout"]
+    users = [cid for cid, c in comps.items() if c["kind"] != "acker"]
+    secs = rate.elapsed if rate is not None and rate.elapsed >= 1.0 else None
+    out: dict[str, Any] = {"windowSecs": None if secs is None else round(secs, 1)}
+    for key, cids in (("emitted", users), ("acked", spouts), ("failed", spouts)):
+        total = sum(rate[f"{cid}/{key}"] for cid in cids) if rate is not None else 0
+        out[f"{key}PerSec"] = None if secs is None else round(total / secs, 3)
+    return out
+
+
 def topology_json(stats: Mapping[str, Any], window: str, deltas: Mapping[str, Delta],
                   errors: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """``/api/v1/topology/{name}?window=...``; ``deltas`` holds every window's ``Delta``."""
-    d = deltas[window]
+    """``/api/v1/topology/{name}?window=...``; ``deltas`` holds every window's ``Delta``
+    (and ``RATE_WINDOW``'s, for the rates)."""
+    d, rate = deltas[window], deltas.get(RATE_WINDOW)
     comps = stats["components"]
     recent = sorted(({"component": cid, **e} for cid, es in errors.items() for e in es),
                     key=lambda e: e["time"], reverse=True)[:20]
     return {**topology_summary(stats), "window": window, "windowHint": window_label(window),
             "messageTimeoutSecs": stats.get("message_timeout_secs"),
+            "spoutPending": stats.get("spout_pending"),
+            "rates": _topology_rates(stats, rate),
             "topologyStats": _topology_stats(stats, deltas),
-            "spouts": [spout_json(stats, d, cid, errors)
+            "spouts": [spout_json(stats, d, cid, errors, rate)
                        for cid, c in comps.items() if c["kind"] == "spout"],
-            "bolts": [bolt_json(stats, d, cid, errors)
+            "bolts": [bolt_json(stats, d, cid, errors, rate)
                       for cid, c in comps.items() if c["kind"] == "bolt"],
             "kafkaPartitions": _partitions(stats),
             "errors": recent}
 
 
-def component_json(stats: Mapping[str, Any], cid: str, window: str, delta: Delta,
-                   errors: list[dict[str, Any]], now_epoch: float) -> dict[str, Any]:
-    """``/api/v1/topology/{name}/component/{id}``: figures, executors and recent errors."""
+def component_json(stats: Mapping[str, Any], cid: str, window: str,
+                   deltas: Mapping[str, Delta], errors: list[dict[str, Any]],
+                   now_epoch: float) -> dict[str, Any]:
+    """``/api/v1/topology/{name}/component/{id}``: figures, executors and recent errors;
+    ``deltas`` holds ``window``'s ``Delta`` and ``RATE_WINDOW``'s."""
     comp = stats["components"][cid]
     by_cid = {cid: errors}
-    body = (spout_json if comp["kind"] == "spout" else bolt_json)(stats, delta, cid, by_cid)
+    body = (spout_json if comp["kind"] == "spout" else bolt_json)(
+        stats, deltas[window], cid, by_cid, deltas.get(RATE_WINDOW))
     executors = [{"id": f"[{ex['tasks'][0]}-{ex['tasks'][1]}]", "queue": ex["queue"],
                   "transferred": ex["transferred"]}
                  for ex in stats["executors"] if ex["component"] == cid]

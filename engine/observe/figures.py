@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.config import TOPOLOGY_MAX_SPOUT_PENDING, TOPOLOGY_MESSAGE_TIMEOUT_SECS
 from engine.queues import QueueStats
-from engine.stats import LatencyReservoir, TaskStats
+from engine.stats import LatencyHistogram, LatencyReservoir, TaskStats
 
 if TYPE_CHECKING:
     from engine.runtime import RunningTopology
@@ -29,11 +29,18 @@ _last_metrics_log: dict[tuple[str, str], float] = {}
 def _latency(reservoir: LatencyReservoir) -> dict[str, Any]:
     p50, p99 = reservoir.percentiles_ms(0.5, 0.99)
     return {"p50": p50, "p99": p99, "samples": reservoir.count,
-            "sum_secs": round(reservoir.total, 6)}
+            "sum_secs": round(reservoir.total, 6),
+            "buckets": list(reservoir.histogram.counts) if reservoir.histogram else None}
+
+
+def _summed(histograms: list[LatencyHistogram]) -> list[int]:
+    """Bucket counts added up over several histograms (they share ``LATENCY_BUCKETS``)."""
+    return [sum(counts) for counts in zip(*(h.counts for h in histograms), strict=True)]
 
 
 def _merged(reservoirs: list[LatencyReservoir]) -> dict[str, float | None]:
-    """p50 and p99 (ms) over the samples of several reservoirs."""
+    """p50 and p99 (ms) over the samples of several reservoirs (``buckets`` is added by the
+    caller)."""
     ordered: list[float] = []
     for r in reservoirs:
         ordered += r.values()
@@ -46,12 +53,17 @@ def _merged(reservoirs: list[LatencyReservoir]) -> dict[str, float | None]:
 
 
 def _bolt_latencies(rt: RunningTopology) -> dict[str, dict[str, Any]]:
-    """Per bolt: execute and process latency percentiles over all its executors' batches."""
+    """Per bolt: execute and process latency percentiles over all its executors' batches,
+    and the per-tuple histograms' ``buckets``."""
     by_component: dict[str, list[Any]] = {}
     for bex in rt.bolt_executors:
         by_component.setdefault(bex.component, []).append(bex.times)
-    return {cid: {"execute_latency_ms": _merged([t.execute for t in times]),
-                  "process_latency_ms": _merged([t.process for t in times])}
+    return {cid: {"execute_latency_ms": {**_merged([t.execute for t in times]),
+                                         "buckets": _summed([t.execute_histogram
+                                                             for t in times])},
+                  "process_latency_ms": {**_merged([t.process for t in times]),
+                                         "buckets": _summed([t.process_histogram
+                                                             for t in times])}}
             for cid, times in by_component.items()}
 
 
@@ -103,6 +115,25 @@ def topology_stats(rt: RunningTopology) -> dict[str, Any]:
     ``execute_latency_ms`` and ``process_latency_ms`` over recent batches.
     """
     executors = _executors(rt)
+    return {
+        "name": rt.name,
+        "status": topology_status(rt),
+        "uptime_secs": round(rt.clock() - rt.started_at, 3) if rt.started_at else 0.0,
+        "pending": sum(len(a.ledger) for a in rt.ackers),
+        "spout_pending": rt.spout_pending(),
+        "message_timeout_secs": rt.conf.get(TOPOLOGY_MESSAGE_TIMEOUT_SECS),
+        "max_spout_pending": rt.conf.get(TOPOLOGY_MAX_SPOUT_PENDING),
+        "components": _components(rt, executors),
+        "complete_latency_ms": _latency(rt.latency),
+        "executors": executors,
+        "queues": {str(i): ex["queue"] for i, ex in enumerate(executors)},
+        "metrics": task_metrics(rt),
+        "stalled": rt.stalls.stalled(),
+    }
+
+
+def _components(rt: RunningTopology, executors: list[dict[str, Any]]) -> dict[str, Any]:
+    """``topology_stats``'s ``components``: task counters summed, executor figures added."""
     components: dict[str, dict[str, Any]] = {}
     kinds = {d.id: d.kind for d in rt.topology.components.values()}
     for cid, per_task in rt.task_stats.items():
@@ -133,20 +164,7 @@ def topology_stats(rt: RunningTopology) -> dict[str, Any]:
         acker["acked"] = sum(a.ledger.acked for a in rt.ackers)
         acker["failed"] = sum(a.ledger.failed for a in rt.ackers)
         acker["timed_out"] = sum(a.ledger.timed_out for a in rt.ackers)
-    return {
-        "name": rt.name,
-        "status": topology_status(rt),
-        "uptime_secs": round(rt.clock() - rt.started_at, 3) if rt.started_at else 0.0,
-        "pending": sum(len(a.ledger) for a in rt.ackers),
-        "spout_pending": rt.spout_pending(),
-        "message_timeout_secs": rt.conf.get(TOPOLOGY_MESSAGE_TIMEOUT_SECS),
-        "max_spout_pending": rt.conf.get(TOPOLOGY_MAX_SPOUT_PENDING),
-        "components": components,
-        "complete_latency_ms": _latency(rt.latency),
-        "executors": executors,
-        "queues": {str(i): ex["queue"] for i, ex in enumerate(executors)},
-        "metrics": task_metrics(rt),
-    }
+    return components
 
 
 def _limit_sum(total: int | None, limit: int | None) -> int | None:
@@ -199,16 +217,18 @@ def _log_metrics_failure(rt: RunningTopology, cid: str, task_id: int, exc: Excep
                     "figures: %s: %s", topology, cid, task_id, type(exc).__name__, exc)
 
 
-def component_errors(rt: RunningTopology, component: str) -> list[dict[str, Any]]:
-    """The component's recent errors over all its tasks, newest first."""
+def component_errors(rt: RunningTopology, component: str,
+                     detail: bool = True) -> list[dict[str, Any]]:
+    """The component's recent errors over all its tasks, newest first (``detail`` False:
+    exception types only, see ``RecentErrors.entries``)."""
     entries: list[dict[str, Any]] = []
     for sex in rt.spout_executors:
         if sex.component == component:
             for st in sex.tasks:
-                entries.extend(st.collector.recent_errors.entries())
+                entries.extend(st.collector.recent_errors.entries(detail))
     for bex in rt.bolt_executors:
         if bex.component == component:
             for bt in bex.tasks:
-                entries.extend(bt.collector.recent_errors.entries())
+                entries.extend(bt.collector.recent_errors.entries(detail))
     entries.sort(key=lambda e: e["time"], reverse=True)
     return entries

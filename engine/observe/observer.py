@@ -9,39 +9,51 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.errors import TopologyError
 from engine.observe.api import component_json, flatten, topology_json, topology_summary
-from engine.observe.figures import component_errors, topology_status
-from engine.observe.windows import WINDOWS, Delta, WindowRings
+from engine.observe.figures import component_errors, topology_stats, topology_status
+from engine.observe.windows import RATE_WINDOW, WINDOWS, Delta, WindowRings
 
 if TYPE_CHECKING:
-    from engine.cluster import LocalCluster
     from engine.runtime import RunningTopology
 
-__all__ = ["Observer"]
+__all__ = ["Observer", "Topologies"]
 
 SAMPLE_EVERY_SECS = 5.0
 
 
-class Observer:
-    """Reads a ``LocalCluster``'s running topologies; one per HTTP app."""
+class Topologies(Protocol):
+    """What the views read of a cluster (``LocalCluster`` is one)."""
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def runtimes(self) -> dict[str, RunningTopology]:
+        """The running topologies by name."""
+        ...
+
+
+class Observer:
+    """Reads a cluster's running topologies; one per HTTP app.
+
+    Errors are shown by exception type only unless ``show_errors``: their texts and
+    tracebacks may carry what the served port must not (a password in a message).
+    """
+
+    def __init__(self, cluster: Topologies, show_errors: bool = False) -> None:
         self.cluster = cluster
+        self.show_errors = show_errors
         self._rings: dict[str, tuple[RunningTopology, WindowRings]] = {}
 
     def runtimes(self) -> dict[str, RunningTopology]:
         """The running topologies by name."""
-        return dict(self.cluster._running)
+        return self.cluster.runtimes()
 
     def runtime(self, name: str) -> RunningTopology:
         """The running topology ``name``; ``TopologyError`` if there is none."""
-        rt = self.cluster._running.get(name)
+        running = self.cluster.runtimes()
+        rt = running.get(name)
         if rt is None:
-            raise TopologyError(f"topology {name!r}: not running; "
-                                f"running: {sorted(self.cluster._running)}")
+            raise TopologyError(f"topology {name!r}: not running; running: {sorted(running)}")
         return rt
 
     def _ring(self, rt: RunningTopology) -> WindowRings:
@@ -59,7 +71,7 @@ class Observer:
                 del self._rings[name]
         for rt in running.values():
             if rt.started_at:
-                self._ring(rt).offer(rt.clock(), flatten(rt.stats()))
+                self._ring(rt).offer(rt.clock(), flatten(topology_stats(rt)))
 
     async def run(self, every: float = SAMPLE_EVERY_SECS) -> None:
         """Sample every ``every`` seconds until cancelled."""
@@ -78,14 +90,17 @@ class Observer:
 
     def topologies(self) -> dict[str, Any]:
         """``/api/v1/topologies``."""
-        return {"topologies": [topology_summary(rt.stats()) for rt in self.runtimes().values()]}
+        return {"topologies": [topology_summary(topology_stats(rt))
+                               for rt in self.runtimes().values()]}
 
     def topology(self, name: str, window: str) -> dict[str, Any]:
         """``/api/v1/topology/{name}``."""
         rt = self.runtime(name)
-        stats = rt.stats()
-        errors = {cid: component_errors(rt, cid) for cid in rt.topology.components}
-        return topology_json(stats, window, self.deltas(rt, stats), errors)
+        stats = topology_stats(rt)
+        errors = {cid: component_errors(rt, cid, self.show_errors)
+                  for cid in rt.topology.components}
+        return topology_json(stats, window, self.deltas(rt, stats, (*WINDOWS, RATE_WINDOW)),
+                             errors)
 
     def component(self, name: str, cid: str, window: str) -> dict[str, Any]:
         """``/api/v1/topology/{name}/component/{id}``."""
@@ -93,9 +108,10 @@ class Observer:
         if cid not in rt.topology.components:
             raise TopologyError(f"topology {name!r}: no component {cid!r}; "
                                 f"components: {sorted(rt.topology.components)}")
-        stats = rt.stats()
-        return component_json(stats, cid, window, self.deltas(rt, stats)[window],
-                              component_errors(rt, cid), time.time())
+        stats = topology_stats(rt)
+        deltas = self.deltas(rt, stats, (window, RATE_WINDOW))
+        return component_json(stats, cid, window, deltas,
+                              component_errors(rt, cid, self.show_errors), time.time())
 
     def readiness(self) -> str | None:
         """``None`` when every topology is active with its spouts opened, else why not."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from html import escape
 
+from engine.observe.svg import ALARM_FAILED_RATIO
+
 __all__ = ["render_page"]
 
 REFRESH_SECS = 3
@@ -25,8 +27,11 @@ main{padding:12px 20px}section{background:#fff;border:1px solid #dadce0;border-r
 h2{font-size:15px;margin:4px 0 8px}
 table{border-collapse:collapse;font-size:13px;width:100%}
 th,td{padding:4px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
-th:first-child,td:first-child{text-align:left}th{background:#f1f3f4;font-weight:600}
+th:first-child,td:first-child{text-align:left}
+th{background:#f1f3f4;font-weight:600;white-space:normal;vertical-align:bottom}
 td.err{color:#c5221f;text-align:left;white-space:normal}
+td.same{color:#5f6368;font-style:italic;text-align:left}
+#rates{font-size:13px;margin:0 0 8px}#graph svg{display:block}
 .empty{color:#5f6368;font-style:italic;font-size:13px}
 .warn{color:#b06000}.bad{color:#c5221f;font-weight:600}
 """
@@ -40,38 +45,72 @@ const fmt = v => (v === null || v === undefined || v === '') ? '-' :
   (typeof v === 'number' ? (Number.isInteger(v) ? v.toLocaleString('en') : v.toFixed(3)) : v);
 function esc(s){return String(s).replace(/[&<>"]/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;',
   '"':'&quot;'}[c]));}
+function duration(secs){
+  const s = Math.round(secs), h = Math.floor(s / 3600), m = Math.floor(s % 3600 / 60);
+  return h ? h + ' h ' + m + ' min' : (m ? m + ' min ' + (s % 60) + ' s' : s + ' s');
+}
+const rate = v => (v === null || v === undefined) ? '-' :
+  (v >= 100 ? Math.round(v).toLocaleString('en') : v.toFixed(1)) + '/s';
 function table(id, cols, rows, empty){
   const el = $(id);
   if (!rows.length){ el.innerHTML = '<p class="empty">' + empty + '</p>'; return; }
   let h = '<table><thead><tr>' + cols.map(c => '<th>' + c[1] + '</th>').join('') +
     '</tr></thead><tbody>';
   for (const r of rows){
-    h += '<tr data-id="' + esc(r[cols[0][0]]) + '">' + cols.map(c => {
+    h += '<tr data-id="' + esc(r[cols[0][0]]) + '">';
+    if (r._same){  // a window longer than the uptime: the all-time row, not repeated
+      h += '<td>' + esc(fmt(r[cols[0][0]])) + '</td><td class="same" colspan="' +
+        (cols.length - 1) + '">' + esc(r._same) + '</td></tr>';
+      continue;
+    }
+    h += cols.map(c => {
       const v = r[c[0]];
       const cls = c[2] ? c[2](v, r) : '';
-      return '<td' + (cls ? ' class="' + cls + '"' : '') + '>' + esc(fmt(v)) + '</td>';
+      const text = c[3] ? c[3](v) : fmt(v);
+      return '<td' + (cls ? ' class="' + cls + '"' : '') + '>' + esc(text) + '</td>';
     }).join('') + '</tr>';
   }
   el.innerHTML = h + '</tbody></table>';
 }
 const hot = v => v >= 0.9 ? 'bad' : (v >= 0.6 ? 'warn' : '');
 const nonzero = v => v ? 'warn' : '';
+// Failures by their share of what the component finished (failedRatio in the window).
+const failing = (v, r) => r.failedRatio >= state.alarm ? 'bad' : (v ? 'warn' : '');
+const perSec = key => [key, key.replace('PerSec', '').replace(/^./, c => c.toUpperCase()) +
+  '/s', null, rate];
+function header(t){
+  const pending = t.spoutPending === null || t.spoutPending === undefined ? t.pending :
+    t.spoutPending;
+  $('uptime').textContent = 'up ' + duration(t.uptimeSeconds) + ' · ' + t.status + ' · ' +
+    rate(t.rates.ackedPerSec) + ' acked · pending ' + fmt(pending);
+  $('uptime').title = 'pending: trees the spouts wait on (the Pending column of Spouts, ' +
+    'summed). The ackers track ' + fmt(t.pending) + ' now: a tree reaches its acker just ' +
+    'after its emit and leaves it just before its spout hears, so the two differ by ' +
+    'the trees in between.';
+  const r = t.rates;
+  $('rates').textContent = r.windowSecs === null ? 'rates: after the first second' :
+    'now (last ' + Math.round(r.windowSecs) + ' s): ' + rate(r.emittedPerSec) +
+    ' emitted · ' + rate(r.ackedPerSec) + ' acked · ' + rate(r.failedPerSec) + ' failed';
+}
 function render(t){
-  $('uptime').textContent = 'up ' + fmt(Math.round(t.uptimeSeconds)) + ' s · ' + t.status +
-    ' · pending trees ' + fmt(t.pending);
+  header(t);
+  const allTime = 'All time (uptime ' + duration(t.uptimeSeconds) + ')';
   table('topology-stats', [['windowPretty','Window'],['emitted','Emitted'],
     ['transferred','Transferred'],['completeLatency','Complete latency (ms)'],
     ['acked','Acked'],['failed','Failed'],['timedOut','Timed out', nonzero]],
-    t.topologyStats, 'no figures yet');
+    t.topologyStats.map(w => w.sameAsAllTime ?
+      Object.assign({}, w, {_same: '= ' + allTime.toLowerCase()}) : w), 'no figures yet');
   table('spouts', [['spoutId','Spout'],['executors','Executors'],['tasks','Tasks'],
-    ['emitted','Emitted'],['transferred','Transferred'],
-    ['completeLatency','Complete latency (ms)'],['acked','Acked'],['failed','Failed'],
+    ['emitted','Emitted'],perSec('emittedPerSec'),['transferred','Transferred'],
+    ['completeLatency','Complete latency (ms)'],['acked','Acked'],perSec('ackedPerSec'),
+    ['failed','Failed', failing],perSec('failedPerSec'),
     ['timedOut','Timed out', nonzero],['pending','Pending'],['inFlightLimit','In-flight limit'],
     ['lastError','Last error', v => v ? 'err' : '']], t.spouts, 'no spouts');
   table('bolts', [['boltId','Bolt'],['executors','Executors'],['tasks','Tasks'],
     ['emitted','Emitted'],['transferred','Transferred'],['capacity','Capacity', hot],
     ['executeLatency','Execute latency (ms)'],['executed','Executed'],
-    ['processLatency','Process latency (ms)'],['acked','Acked'],['failed','Failed'],
+    perSec('executedPerSec'),['processLatency','Process latency (ms)'],['acked','Acked'],
+    perSec('ackedPerSec'),['failed','Failed', failing],perSec('failedPerSec'),
     ['lastError','Last error', v => v ? 'err' : '']], t.bolts, 'no bolts');
   table('kafka', [['topic','Topic'],['partition','Partition'],['component','Spout'],
     ['task','Task'],['committed','Committed'],['position','Position'],
@@ -123,16 +162,18 @@ def _options(values: list[tuple[str, str]], chosen: str) -> str:
 def render_page(names: list[str], topology: str | None, window: str, svg: str,
                 refresh_secs: int = REFRESH_SECS) -> str:
     """The status page for ``topology`` (one of ``names``, or none running)."""
-    state = json.dumps({"topology": topology, "window": window, "refresh": refresh_secs})
+    state = json.dumps({"topology": topology, "window": window, "refresh": refresh_secs,
+                        "alarm": ALARM_FAILED_RATIO})
     state = state.replace("</", "<\\/")  # cannot close the script element
     picker = (f'<select id="topology-select">{_options([(n, n) for n in names], topology or "")}'
               f"</select>" if names else "<span>no topology running</span>")
     sections = "".join(
-        f'<section><h2>{title}</h2><div id="{sid}"><p class="empty">loading…</p></div>'
-        f"</section>"
-        for sid, title in (("topology-stats", "Figures"), ("spouts", "Spouts"),
-                           ("bolts", "Bolts"), ("kafka", "Kafka partitions"),
-                           ("errors", "Recent errors")))
+        f'<section><h2>{title}</h2>{extra}<div id="{sid}"><p class="empty">loading…</p>'
+        f"</div></section>"
+        for sid, title, extra in (
+            ("topology-stats", "Figures", '<p id="rates"></p>'), ("spouts", "Spouts", ""),
+            ("bolts", "Bolts", ""), ("kafka", "Kafka partitions", ""),
+            ("errors", "Recent errors", "")))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>stormloop{escape(" · " + topology) if topology else ""}</title>

@@ -26,7 +26,7 @@ from engine.observe.svg import render_svg
 from engine.observe.windows import parse_window
 
 if TYPE_CHECKING:
-    from engine.cluster import LocalCluster
+    from engine.observe.observer import Topologies
 
 __all__ = ["Response", "Routes"]
 
@@ -53,10 +53,14 @@ def _text(text: str, status: int = 200, content_type: str = _TEXT) -> Response:
 
 class Routes:
     """The endpoint of one ``LocalCluster``: its observer, its metrics registry and the
-    route table. ``observer.run()`` should run beside it (the servers start it)."""
+    route table. ``observer.run()`` should run beside it (the servers start it).
 
-    def __init__(self, cluster: LocalCluster) -> None:
-        self.observer = Observer(cluster)
+    Components' errors are served as their exception type alone (``lastError``,
+    ``errors``, ``componentErrors``, with ``traceback`` null) unless ``show_errors``.
+    """
+
+    def __init__(self, cluster: Topologies, show_errors: bool = False) -> None:
+        self.observer = Observer(cluster, show_errors)
         self.registry = registry_for(self.observer)
 
     def respond(self, segments: list[str], query: Mapping[str, str]) -> Response:

@@ -5,7 +5,8 @@ cumulative figures taken at bucket boundaries (one per ``window / 20`` seconds),
 one entry per tuple. A window's figure is the current value minus the newest snapshot
 taken at or before the window's start, over the time between the two (so a window spans
 at least its length, a bucket more at most while snapshots keep coming). Time is passed
-in, so the rings are a pure core.
+in, so the rings are a pure core. A short ring of its own (``RATE_WINDOW``, the last
+minute in 5-second buckets) gives the rates per second.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 
-__all__ = ["ALL_TIME", "BUCKETS", "WINDOWS", "Delta", "WindowRings", "parse_window",
-           "window_label"]
+__all__ = ["ALL_TIME", "BUCKETS", "RATE_WINDOW", "WINDOWS", "Delta", "WindowRings",
+           "parse_window", "window_label"]
 
 ALL_TIME = ":all-time"
 WINDOWS = ("600", "10800", ALL_TIME)
 BUCKETS = 20
+RATE_WINDOW = "60"
+"""The recent window rates per second are taken over (a delta key, not a view window)."""
+_RATE_BUCKETS = 12
 
 Figures = Mapping[str, float]
 
@@ -39,6 +43,10 @@ class Delta:
         """``num / den`` within the window, ``None`` when ``den`` did not move."""
         d = self[den]
         return self[num] / d if d else None
+
+    def per_sec(self, key: str) -> float | None:
+        """``key``'s increase per second, ``None`` over less than a second."""
+        return round(self[key] / self.elapsed, 3) if self.elapsed >= 1.0 else None
 
 
 class _Ring:
@@ -75,6 +83,7 @@ class WindowRings:
                  buckets: int = BUCKETS) -> None:
         self.started = started
         self._rings = {str(int(w)): _Ring(w, buckets) for w in windows}
+        self._rings[RATE_WINDOW] = _Ring(float(RATE_WINDOW), _RATE_BUCKETS)
         for ring in self._rings.values():
             ring.samples.append((started, {}))
 

@@ -15,6 +15,8 @@ from engine.state.checkpoint import (
 )
 from engine.state.kv import KeyValueState
 from engine.state.store import SqliteStateStore, StateStore
+from engine.state.wiring import wire_checkpoints
+from engine.topology import register_transform
 
 __all__ = [
     "CHECKPOINT_COMPONENT",
@@ -26,3 +28,5 @@ __all__ = [
     "StateStore",
     "StatefulBolt",
 ]
+
+register_transform("state", 20, wire_checkpoints)

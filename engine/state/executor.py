@@ -19,9 +19,10 @@ complete before the state downstream of it is committed.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Coroutine
 from typing import Any
 
+from engine.anchoring import AnchoringCollector, HeldAckCollector
 from engine.basic_bolt import adapt_basic_bolt
 from engine.components import BasicBolt, Bolt
 from engine.config import TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS
@@ -39,67 +40,10 @@ from engine.state.kv import KeyValueState
 from engine.state.store import SqliteStateStore, open_store, release_store
 from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
-from engine.usercall import awaitable
+from engine.usercall import awaitable, fail_on_error, is_async, method
 
-__all__ = ["AckTrackingCollector", "AnchoringCollector", "CheckpointForwarder",
-           "StatefulBoltExecutor"]
-
-
-def _has_anchor(anchors: Tuple | Iterable[Tuple] | None) -> bool:
-    if anchors is None:
-        return False
-    if isinstance(anchors, Tuple):
-        return True
-    if not isinstance(anchors, list | tuple):
-        return True  # an iterable we must not consume here
-    return len(anchors) > 0
-
-
-class AnchoringCollector:
-    """Passes everything to the bolt's collector but refuses unanchored emits."""
-
-    def __init__(self, delegate: Any, name: str) -> None:
-        self.delegate = delegate
-        self.name = name
-
-    def _refuse(self) -> None:
-        raise ValueError(f"{self.name}: bolts in a stateful topology must emit anchored "
-                         f"tuples; pass anchors=<the input tuple>")
-
-    def emit(self, values: Any, anchors: Tuple | Iterable[Tuple] | None = None,
-             stream: str = "default") -> list[int]:
-        """Emit ``values`` anchored to ``anchors`` (required)."""
-        if not _has_anchor(anchors):
-            self._refuse()
-        return self.delegate.emit(values, anchors, stream)  # type: ignore[no-any-return]
-
-    def emit_direct(self, task_id: int, values: Any,
-                    anchors: Tuple | Iterable[Tuple] | None = None,
-                    stream: str = "default") -> None:
-        """Emit ``values`` to ``task_id`` anchored to ``anchors`` (required)."""
-        if not _has_anchor(anchors):
-            self._refuse()
-        self.delegate.emit_direct(task_id, values, anchors, stream)
-
-    def __getattr__(self, name: str) -> Any:  # ack, fail, reset_timeout, report_error, ...
-        return getattr(self.delegate, name)
-
-
-class AckTrackingCollector(AnchoringCollector):
-    """Records acks instead of sending them; the executor sends them at the commit."""
-
-    def __init__(self, delegate: Any, name: str) -> None:
-        super().__init__(delegate, name)
-        self.acked: list[Tuple] = []
-
-    def ack(self, tup: Tuple) -> None:
-        """Hold the ack until the checkpoint covering it commits."""
-        self.acked.append(tup)
-
-    def take_acked(self) -> list[Tuple]:
-        """The acks held since the last call."""
-        acked, self.acked = self.acked, []
-        return acked
+__all__ = ["CheckpointForwarder", "StatefulBoltExecutor", "SyncCheckpointForwarder",
+           "SyncStatefulBoltExecutor", "wrap_for_checkpoints"]
 
 
 class _CheckpointAware(Bolt):
@@ -143,9 +87,8 @@ class _CheckpointAware(Bolt):
             else:
                 self.out.fail(tup)
             self.barrier.done(action, txid)
-        except Exception as exc:
-            self.out.fail(tup)
-            self.out.report_error(exc)
+        except BaseException as exc:
+            fail_on_error(self.out, exc, (tup,))
 
     async def _handle(self, tup: Tuple) -> None:
         raise NotImplementedError
@@ -162,10 +105,13 @@ class CheckpointForwarder(_CheckpointAware):
                       collector: Any) -> None:
         self._setup(context, collector)
         bolt = copy.copy(self.inner)
-        self.bolt = adapt_basic_bolt(bolt) if isinstance(bolt, BasicBolt) else bolt
+        basic = isinstance(bolt, BasicBolt)
+        self.bolt = adapt_basic_bolt(bolt) if basic else bolt
         self._execute = awaitable(self.bolt, "execute")
-        anchoring = AnchoringCollector(collector, self.name)
-        await awaitable(self.bolt, "prepare")(conf, context, anchoring)
+        self._run = method(self.bolt, "execute")[0]
+        # A basic bolt's emits are anchored to its input already: no check per emit.
+        out = collector if basic else AnchoringCollector(collector, required=self.name)
+        await awaitable(self.bolt, "prepare")(conf, context, out)
 
     async def _handle(self, tup: Tuple) -> None:
         await self._execute(tup)
@@ -188,19 +134,33 @@ class StatefulBoltExecutor(_CheckpointAware):
         inner = getattr(self.inner, "hold_secs", None)
         return max(2 * interval, 0.0 if inner is None else float(inner(conf)))
 
+    def checkpoint_round(self, conf: dict[str, Any]) -> float | None:
+        """The round that paces this bolt's acks (``hold_secs``), or None where the bolt
+        is a window: then the window's own hold sets the pace."""
+        if getattr(self.inner, "hold_secs", None) is not None:
+            return None
+        return self.hold_secs(conf)
+
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
                       collector: Any) -> None:
         self._setup(context, collector)
         self.bolt = copy.copy(self.inner)
-        self.collector = AckTrackingCollector(collector, self.name)
+        self.collector = HeldAckCollector(collector, required=self.name)
         self._execute = awaitable(self.bolt, "execute")
+        self._run = method(self.bolt, "execute")[0]
         self.initialized = False
         self.pending: list[Tuple] = []
         self.prepared: list[Tuple] = []
         await awaitable(self.bolt, "prepare")(conf, context, self.collector)
+        self.state = self.open_state(conf, context)
+
+    def open_state(self, conf: dict[str, Any], context: TopologyContext) -> KeyValueState:
+        """The task's state, the one place that says where it lives: a ``KeyValueState``
+        in the shared store, namespaced ``<topology>/<component>-<task>``. The executor
+        needs of it only the map the bolt gets and ``prepare_commit``/``commit``/``rollback``."""
         self.store: SqliteStateStore | None = open_store(conf)
         namespace = f"{context.topology_name}/{context.component_id}-{context.task_id}"
-        self.state = KeyValueState(self.store, namespace)
+        return KeyValueState(self.store, namespace)
 
     async def _handle(self, tup: Tuple) -> None:
         if self.initialized:
@@ -235,9 +195,8 @@ class StatefulBoltExecutor(_CheckpointAware):
             for tup in pending:
                 try:
                     await self._execute(tup)
-                except Exception as exc:
-                    self.out.fail(tup)
-                    self.out.report_error(exc)
+                except BaseException as exc:
+                    fail_on_error(self.out, exc, (tup,))
         return True
 
     async def cleanup(self) -> None:
@@ -247,3 +206,50 @@ class StatefulBoltExecutor(_CheckpointAware):
         if store is not None:
             release_store(store)
             self.store = None
+
+
+class SyncCheckpointForwarder(CheckpointForwarder):
+    """A ``CheckpointForwarder`` around a bolt with a sync ``execute``: it runs as a sync
+    bolt, without a coroutine per tuple."""
+
+    def execute(self, tup: Tuple) -> None:  # type: ignore[override]
+        if tup.source_stream == CHECKPOINT_STREAM:
+            _run_now(self._checkpoint(tup))
+        else:
+            self._run(tup)
+
+
+class SyncStatefulBoltExecutor(StatefulBoltExecutor):
+    """A ``StatefulBoltExecutor`` around a bolt whose ``execute`` and state hooks are all
+    sync: it runs as a sync bolt, without a coroutine per tuple."""
+
+    def execute(self, tup: Tuple) -> None:  # type: ignore[override]
+        if tup.source_stream == CHECKPOINT_STREAM:
+            _run_now(self._checkpoint(tup))
+        elif self.initialized:
+            self._run(tup)
+        else:
+            self.pending.append(tup)
+
+
+_STATE_HOOKS = ("execute", "init_state", "pre_prepare", "pre_commit", "pre_rollback")
+
+
+def wrap_for_checkpoints(bolt: Bolt | BasicBolt, stateful: bool) -> _CheckpointAware:
+    """The executor for ``bolt`` in a stateful topology: sync where every method it calls
+    per tuple or per checkpoint is (the user's ``prepare`` may be async either way)."""
+    names = _STATE_HOOKS if stateful else _STATE_HOOKS[:1]
+    sync = not any(is_async(bolt, n) for n in names)
+    if stateful:
+        return SyncStatefulBoltExecutor(bolt) if sync else StatefulBoltExecutor(bolt)
+    return SyncCheckpointForwarder(bolt) if sync else CheckpointForwarder(bolt)
+
+
+def _run_now(step: Coroutine[Any, Any, None]) -> None:
+    """Run a checkpoint step whose awaits are all sync methods (so it never suspends)."""
+    try:
+        step.send(None)
+    except StopIteration:
+        return
+    step.close()
+    raise RuntimeError("a checkpoint step suspended in a sync executor")

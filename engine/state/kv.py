@@ -37,10 +37,13 @@ class KeyValueState:
         self._live[key] = value
         self._changes[key] = value
 
-    def delete(self, key: Any) -> None:
-        """Remove ``key`` if present."""
-        if self._live.pop(key, DELETED) is not DELETED:
-            self._changes[key] = DELETED
+    def delete(self, key: Any) -> Any:
+        """Remove ``key``; return the value it had, or ``None`` when absent (as Storm's)."""
+        value = self._live.pop(key, DELETED)
+        if value is DELETED:
+            return None
+        self._changes[key] = DELETED
+        return value
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         return iter(list(self._live.items()))

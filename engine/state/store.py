@@ -23,20 +23,19 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
 
 from engine.config import TOPOLOGY_STATE_DIR
-from engine.transactional.state import connect
+from engine.sqlite_file import DEFAULT_STATE_DIR, connect, transaction
 
 __all__ = ["DELETED", "SqliteStateStore", "StateStore", "decode_key", "open_store",
            "release_store", "state_path"]
 
-DEFAULT_STATE_DIR = ".stormloop-state"
 STATE_FILE = "state.sqlite3"
 
 
@@ -101,6 +100,17 @@ def _encode(value: Any, what: str, ns: str) -> bytes:
         raise TypeError(f"state {ns!r}: {what} {value!r} is not JSON-serialisable: {exc}") from None
 
 
+def _rows(ns: str, changes: Mapping[Any, Any]) -> list[tuple[str, bytes, bytes | None]]:
+    """``changes`` as ``(ns, key, value)`` rows, ``None`` for a deleted key: one pass of
+    ``orjson``; a second, per item, only to name what is not JSON-serialisable."""
+    dumps, deleted = orjson.dumps, DELETED
+    try:
+        return [(ns, dumps(k), None if v is deleted else dumps(v)) for k, v in changes.items()]
+    except TypeError:
+        return [(ns, _encode(k, "key", ns), None if v is DELETED else _encode(v, "value", ns))
+                for k, v in changes.items()]
+
+
 class SqliteStateStore:
     """The default store: a SQLite file; see the module docstring."""
 
@@ -121,8 +131,7 @@ class SqliteStateStore:
         return None if row is None else row[0]
 
     def prepare(self, ns: str, txid: int, changes: Mapping[Any, Any]) -> None:
-        rows = [(ns, _encode(k, "key", ns), None if v is DELETED else _encode(v, "value", ns))
-                for k, v in changes.items()]
+        rows = _rows(ns, changes)
         with self._transaction() as conn:
             conn.execute("INSERT OR REPLACE INTO prepared (ns, txid) VALUES (?, ?)", (ns, txid))
             conn.executemany("INSERT OR REPLACE INTO prepared_kv (ns, key, value) "
@@ -166,19 +175,7 @@ class SqliteStateStore:
         conn.execute("DELETE FROM prepared_kv WHERE ns = ?", (ns,))
 
     def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
-        return _transaction(self._conn)
-
-
-@contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One SQLite transaction on an autocommit connection, rolled back if the block raises."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+        return transaction(self._conn)
 
 
 _shared: dict[Path, SqliteStateStore] = {}

@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.clock import now
+from engine.collector import BasicOutputCollector
 from engine.components import BasicBolt, Bolt
 from engine.config import TOPOLOGY_MAX_SPOUT_PENDING, TOPOLOGY_MESSAGE_TIMEOUT_SECS
-from engine.failure import FailReason, error_reason
+from engine.failure import FailReason
 from engine.transactional.attempt import TransactionAttempt
-from engine.transactional.collector import BatchOutputCollector
 from engine.transactional.committer import BatchBolt
-from engine.usercall import awaitable, is_async, is_user_error, report
+from engine.usercall import awaitable, fail_on_error, is_async
 
 if TYPE_CHECKING:
     from engine.collector import OutputCollector
@@ -68,7 +68,7 @@ class _Batch:
     attempt: TransactionAttempt
     born: float
     bolt: Any = None
-    collector: BatchOutputCollector | None = None
+    collector: BasicOutputCollector | None = None
     received: int = 0
     expected: int = 0
     reports: int = 0
@@ -190,24 +190,19 @@ class CoordinatedBolt(Bolt):
             if batch.bolt is None:
                 await self._start(batch)
             assert batch.collector is not None
-            batch.collector.anchors = tup
+            batch.collector.anchor = tup
             if self._execute_async:
                 await batch.bolt.execute(tup)
             else:
                 batch.bolt.execute(tup)
         except BaseException as exc:
-            if not is_user_error(exc):
-                raise
-            reason = error_reason(exc, self._out.component)
-            self._out.fail_with(tup, reason)
-            self._fail(batch, reason)
-            report(self._out, exc, failed_is_expected=True)
+            self._fail(batch, fail_on_error(self._out, exc, (tup,), failed_is_expected=True))
             return False
         return True
 
     async def _start(self, batch: _Batch) -> None:
         bolt = copy.copy(self._template)
-        batch.collector = BatchOutputCollector(self._out, None)
+        batch.collector = BasicOutputCollector(self._out, count=True)
         result = bolt.prepare(self._conf, self._context, batch.collector, batch.attempt)
         if self._prepare_async:
             await result
@@ -219,15 +214,12 @@ class CoordinatedBolt(Bolt):
             if batch.bolt is None:
                 await self._start(batch)
             assert batch.collector is not None
-            batch.collector.anchors = held
+            batch.collector.anchor = held
             result = batch.bolt.finish_batch()
             if self._finish_async:
                 await result
         except BaseException as exc:
-            if not is_user_error(exc):
-                raise
-            self._fail(batch, error_reason(exc, self._out.component))
-            report(self._out, exc, failed_is_expected=True)
+            self._fail(batch, fail_on_error(self._out, exc, failed_is_expected=True))
             return
         sent, attempt, emit_direct = batch.collector.sent, batch.attempt, self._out.emit_direct
         for t in self._out_tasks:

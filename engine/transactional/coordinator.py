@@ -43,6 +43,9 @@ _MISSING = object()
 class CoordinatorSpout(Spout):
     """The single task that drives a transactional topology (see the module docstring)."""
 
+    replays_failures = True
+    """A failed batch is replayed until it commits: a fail is not a lost tuple."""
+
     def __init__(self, spout: TransactionalSpout, transactional_id: str) -> None:
         self.spout = spout
         self.transactional_id = transactional_id

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine.collector import BasicOutputCollector
 from engine.components import Bolt
-from engine.failure import error_reason
-from engine.transactional.collector import BatchOutputCollector
 from engine.transactional.coordinated import COORD_FIELDS, COORD_STREAM
 from engine.transactional.partitioned import TRANSACTIONAL_ID
 from engine.transactional.spout import TransactionalSpout
-from engine.usercall import awaitable, is_user_error, report
+from engine.usercall import awaitable, fail_on_error
 
 if TYPE_CHECKING:
     from engine.collector import OutputCollector
@@ -63,13 +62,11 @@ class EmitterBolt(Bolt):
             if committed is not None and committed > self._committed:
                 await self._cleanup_before(committed)
                 self._committed = committed
-            batch = BatchOutputCollector(out, tup)
+            batch = BasicOutputCollector(out, count=True)
+            batch.anchor = tup
             await self._emit_batch(attempt, metadata, batch)
         except BaseException as exc:
-            if not is_user_error(exc):
-                raise
-            out.fail_with(tup, error_reason(exc, out.component))
-            report(out, exc, failed_is_expected=True)
+            fail_on_error(out, exc, (tup,), failed_is_expected=True)
             return
         sent = batch.sent
         for t in self._out_tasks:

@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
-from engine.transactional.state import connect
+from engine.sqlite_file import connect, transaction
 from engine.transactional.values import OpaqueValue, TransactionalValue
 
 __all__ = ["OpaqueMap", "SqliteMap", "TransactionalMap"]
@@ -70,14 +70,8 @@ class SqliteMap:
     def put_many(self, items: Iterable[tuple[Any, Any]]) -> None:
         """Store every ``(key, value)`` in one transaction: all or none."""
         rows = [(_key(k), orjson.dumps(v)) for k, v in items]
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(self._conn) as conn:
             conn.executemany(f'INSERT OR REPLACE INTO "{self.table}" VALUES (?, ?)', rows)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
 
     def items(self) -> list[tuple[Any, Any]]:
         """Every ``(key, value)``, in key order of their JSON encoding."""

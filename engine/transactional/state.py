@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from engine.sqlite_file import DEFAULT_STATE_DIR, connect, transaction
 
 __all__ = [
     "COORDINATOR_SCOPE",
@@ -30,7 +33,6 @@ __all__ = [
 ]
 
 TRANSACTIONAL_STATE_DIR = "transactional.state.dir"
-DEFAULT_STATE_DIR = ".stormloop-state"
 STATE_DB_NAME = "transactional.sqlite3"
 COORDINATOR_SCOPE = "coordinator"
 
@@ -57,17 +59,6 @@ def partition_scope(partition: int) -> str:
 def state_dir(conf: Mapping[str, Any]) -> Path:
     """The directory named by ``transactional.state.dir`` (default ``.stormloop-state``)."""
     return Path(conf.get(TRANSACTIONAL_STATE_DIR) or DEFAULT_STATE_DIR)
-
-
-def connect(path: Path) -> sqlite3.Connection:
-    """An autocommit connection to ``path`` in WAL mode, creating the directory if needed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # check_same_thread off: SqliteMap.shared hands one connection to whichever loop asks;
-    # the engine uses a connection from one event loop at a time.
-    conn = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    return conn
 
 
 class TransactionalState:
@@ -146,19 +137,5 @@ class TransactionalState:
         """Close the connection; the object is unusable afterwards."""
         self._conn.close()
 
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self._conn)
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT``, or ``ROLLBACK`` if the block raised."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self._conn.execute("BEGIN IMMEDIATE")
-        return self._conn
-
-    def __exit__(self, exc_type: object, *_: object) -> None:
-        self._conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return transaction(self._conn)

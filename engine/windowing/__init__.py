@@ -7,10 +7,12 @@ is acked when it expires from the window. ``BaseStatefulWindowedBolt`` adds chec
 state and a message-id field so that a restarted topology does not re-fire its windows.
 """
 
+from engine.topology import register_transform
 from engine.windowing.bolt import BaseWindowedBolt, TupleWindow
 from engine.windowing.executor import LATE_TUPLE_FIELD, DetachedTuple
 from engine.windowing.spec import Count, Duration
 from engine.windowing.stateful import BaseStatefulWindowedBolt
+from engine.windowing.wiring import wrap_windowed_bolts
 
 __all__ = [
     "LATE_TUPLE_FIELD",
@@ -21,3 +23,6 @@ __all__ = [
     "Duration",
     "TupleWindow",
 ]
+
+# Before checkpointing is wired in: a stateful window's executor is a stateful bolt.
+register_transform("windowing", 10, wrap_windowed_bolts)

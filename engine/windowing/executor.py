@@ -13,7 +13,10 @@ manager reports, in order:
   the window is failed (they replay; the window is evaluated again with them).
 
 Late tuples (event time, stamped before the last watermark) are acked at once, after a
-copy went to the late-tuple stream if one is configured. Time-driven work (the slide timer
+copy went to the late-tuple stream if one is configured. Once told the input ended (every
+spout exhausted: ``input_ended``), an event-time executor closes its last windows: at the
+first watermark tick with no new tuple it moves the watermark past the latest tuple, so
+their trees complete and a finite topology finishes. Time-driven work (the slide timer
 of processing-time windows, the watermark of event-time ones) runs in timer tasks owned by
 the executor, on the running loop's clock; they are cancelled at ``cleanup``.
 """
@@ -26,16 +29,18 @@ import inspect
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from engine.anchoring import AnchoringCollector
 from engine.components import Bolt
 from engine.context import TopologyContext
+from engine.state.checkpoint import CHECKPOINT_STREAM
 from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
-from engine.usercall import awaitable
+from engine.usercall import awaitable, fail_on_error, report_on_error
 from engine.windowing.bolt import BaseWindowedBolt, TupleWindow
 from engine.windowing.manager import Activation, Expired, WindowManager
 from engine.windowing.policies import (
@@ -57,7 +62,6 @@ __all__ = ["LATE_TUPLE_FIELD", "DetachedTuple", "WindowedBoltExecutor", "build_m
 log = logging.getLogger("engine.windowing")
 
 LATE_TUPLE_FIELD = "late_tuple"
-CHECKPOINT_STREAM = "$checkpoint"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,33 +100,7 @@ def build_manager(spec: WindowSpec) -> WindowManager:
     else:
         trigger = WatermarkTimeTrigger if spec.event_time else TimeTrigger
         n = slide.millis
-    return WindowManager(eviction, lambda m, e: trigger(n, m, e))
-
-
-class WindowedOutputCollector:
-    """The user's collector inside a windowed bolt: emits without anchors made during
-    ``execute(window)`` get the window's tuples as anchors (outside it they get none)."""
-
-    def __init__(self, delegate: Any) -> None:
-        self.delegate = delegate
-        self.anchors: list[Tuple] | None = None
-
-    def emit(self, values: Any, anchors: Tuple | Iterable[Tuple] | None = None,
-             stream: str = "default") -> list[int]:
-        """Emit ``values``, anchored to ``anchors`` or else to the current window's tuples."""
-        sent: list[int] = self.delegate.emit(
-            values, self.anchors if anchors is None else anchors, stream)
-        return sent
-
-    def emit_direct(self, task_id: int, values: Any,
-                    anchors: Tuple | Iterable[Tuple] | None = None,
-                    stream: str = "default") -> None:
-        """``emit`` to one task on a direct stream."""
-        self.delegate.emit_direct(task_id, values, self.anchors if anchors is None else anchors,
-                                  stream)
-
-    def __getattr__(self, name: str) -> Any:  # ack, fail, reset_timeout, report_error, ...
-        return getattr(self.delegate, name)
+    return WindowManager(eviction, lambda m, e: trigger(n, m, e), spec.incremental)
 
 
 class WindowedBoltExecutor(Bolt):
@@ -160,7 +138,9 @@ class WindowedBoltExecutor(Bolt):
         check_limits(self.name, spec, conf)
         self.bolt = copy.copy(self.inner)
         self.out = collector
-        self.collector = WindowedOutputCollector(collector)
+        # Emits without anchors made during ``execute(window)`` are anchored to the
+        # window's tuples (outside it, they get none).
+        self.collector = AnchoringCollector(collector)
         self._timers: list[asyncio.Task[None]] = []
         self._user_execute = awaitable(self.bolt, "execute")
         loop = asyncio.get_running_loop()
@@ -172,6 +152,8 @@ class WindowedBoltExecutor(Bolt):
         self.late = 0
         self._failed_ids: set[int] = set()  # failed by an evaluation, still in the window
         self._extract: Callable[[Tuple], Any] | None = None
+        self._input_ended = False
+        self._fresh = False  # a tuple came since the last watermark tick
         if spec.event_time:
             streams = [s for s in context.this_sources() if s[1] != CHECKPOINT_STREAM]
             self.watermarks = WatermarkGenerator(streams, spec.lag_ms)
@@ -206,6 +188,7 @@ class WindowedBoltExecutor(Bolt):
             raise TypeError(f"{self.name}: event time of {tup!r} is {ts!r}; timestamps must "
                             f"be int milliseconds")
         assert self.watermarks is not None
+        self._fresh = True
         if self.watermarks.track((tup.source_component, tup.source_stream), ts):
             self.manager.add(tup, ts, now)
             return
@@ -228,8 +211,26 @@ class WindowedBoltExecutor(Bolt):
     def _on_watermark_tick(self) -> None:
         assert self.watermarks is not None
         ts = self.watermarks.advance()
+        if self._input_ended and not self._fresh:  # tuples still in flight wait a tick more
+            ts = self.watermarks.finish(self._closing_span_ms()) or ts
+        self._fresh = False
         if ts is not None:
             self.manager.add_watermark(ts, self.now_ms())
+
+    def in_windows(self) -> int:
+        """Tuples this task holds in its window (not acked yet: their trees are pending)."""
+        manager = getattr(self, "manager", None)
+        return 0 if manager is None else len(manager.queue)
+
+    def input_ended(self) -> None:
+        """Every spout is exhausted: close the last event-time windows (module docstring)."""
+        self._input_ended = True
+
+    def _closing_span_ms(self) -> int:
+        """How far past the latest tuple the watermark must go for every window holding a
+        tuple to close and let it expire: a window's length and slide (0 for counts)."""
+        spec = self.spec
+        return sum(d.millis for d in (spec.length, spec.slide) if isinstance(d, Duration))
 
     # -- acting on the manager's outputs -------------------------------------------------------
 
@@ -247,7 +248,7 @@ class WindowedBoltExecutor(Bolt):
         not raised); anchoring to the window ends with it."""
         try:
             yield
-        except Exception as exc:
+        except BaseException as exc:
             self._failed(act, exc)
         else:
             self.evaluated(act)
@@ -257,8 +258,9 @@ class WindowedBoltExecutor(Bolt):
     def _window(self, act: Activation) -> TupleWindow:
         length = self.spec.length
         start = act.reference_time - length.millis if isinstance(length, Duration) else None
-        self.collector.anchors = act.items
-        return TupleWindow(act.items, act.new, act.expired, start, act.reference_time)
+        self.collector.anchors = act.new if act.items is None else act.items
+        return TupleWindow(act.items, act.new, act.expired, start, act.reference_time,
+                           act.size)
 
     def _expire(self, out: Expired) -> None:
         ack, failed = self.out.ack, self._failed_ids
@@ -272,12 +274,11 @@ class WindowedBoltExecutor(Bolt):
         """``execute(window)`` returned for ``act`` (a hook for stateful windows)."""
 
     def _failed(self, act: Activation, exc: BaseException) -> None:
-        self.out.report_error(exc)
         failed = self._failed_ids
-        for tup in act.items:
-            if id(tup) not in failed:
-                failed.add(id(tup))
-                self.out.fail(tup)
+        tuples = act.new if act.items is None else act.items
+        fresh = [tup for tup in tuples if id(tup) not in failed]
+        fail_on_error(self.out, exc, fresh)
+        failed.update(id(tup) for tup in fresh)
 
     def _spawn(self, every_ms: int, tick: Callable[[], None]) -> None:
         self._timers.append(asyncio.get_running_loop().create_task(self._every(every_ms, tick)))
@@ -293,8 +294,8 @@ class WindowedBoltExecutor(Bolt):
                 due = self._loop_time() + every
             try:
                 await self._tick(tick)
-            except Exception as exc:
-                self.out.report_error(exc)
+            except BaseException as exc:
+                report_on_error(self.out, exc)
 
     async def _tick(self, tick: Callable[[], None]) -> None:
         raise NotImplementedError
@@ -319,7 +320,9 @@ class SyncWindowedBoltExecutor(WindowedBoltExecutor):
         self.drain()
 
     def drain(self) -> None:
-        """Act on the manager's outputs."""
+        """Act on the manager's outputs (most tuples cause none: nothing to start then)."""
+        if not self.manager.outputs:
+            return
         for act in self.activations():
             with self.evaluating(act):
                 self.bolt.execute(self._window(act))

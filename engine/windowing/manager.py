@@ -9,6 +9,13 @@ Memory: one ``Event`` (three slots) per queued tuple; expired events leave the q
 next evaluation or, between evaluations, every ``EXPIRE_EVENTS_THRESHOLD`` adds. Which
 events are new since the previous evaluation is marked on the events themselves (the
 evaluation's generation), not kept in a second set.
+
+Cost per evaluation: while timestamps arrive in order and the window is by duration (the
+eviction policy answers by ``thresholds``), the window is a prefix of the queue that only
+grows at its end and shrinks at its head; an evaluation then costs what expired and what
+is new, not the window's size (plus a copy of the window, at C speed, when the bolt asks
+for ``get()``; none in the incremental form). Out-of-order timestamps, or count windows,
+fall back for good to a scan of the queue per evaluation, as Storm's manager does.
 """
 
 from __future__ import annotations
@@ -19,22 +26,11 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from engine.windowing.policies import EXPIRE, PROCESS, STOP, EvictionPolicy, TriggerPolicy
+from engine.windowing.policies import EXPIRE, PROCESS, STOP, Event, EvictionPolicy, TriggerPolicy
 
 __all__ = ["EXPIRE_EVENTS_THRESHOLD", "Activation", "Event", "Expired", "WindowManager"]
 
 EXPIRE_EVENTS_THRESHOLD = 100
-
-
-class Event:
-    """One queued item with its timestamp (ms) and the last evaluation that included it."""
-
-    __slots__ = ("item", "mark", "ts")
-
-    def __init__(self, item: Any, ts: int) -> None:
-        self.item = item
-        self.ts = ts
-        self.mark = -1  # no evaluation yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,28 +42,37 @@ class Expired:
 
 @dataclass(frozen=True, slots=True)
 class Activation:
-    """One evaluation: the items in the window, those new since the last evaluation, those
-    expired since then, and the reference time (the window's end, ms)."""
+    """One evaluation: the items in the window (None in the incremental form), those new
+    since the last evaluation, those expired since then, the reference time (the window's
+    end, ms) and how many items the window holds."""
 
-    items: list[Any]
+    items: list[Any] | None
     new: list[Any]
     expired: list[Any]
     reference_time: int
+    size: int
 
 
 class WindowManager:
     """Holds a window's events; evaluates them when its trigger policy fires."""
 
     def __init__(self, eviction: EvictionPolicy,
-                 trigger: Callable[[WindowManager, EvictionPolicy], TriggerPolicy]) -> None:
+                 trigger: Callable[[WindowManager, EvictionPolicy], TriggerPolicy],
+                 incremental: bool = False) -> None:
         self.queue: deque[Event] = deque()
         self.eviction = eviction
         self.trigger = trigger(self, eviction)
+        self.incremental = incremental
+        """Activations carry no list of the window's items (``Activation.items`` is None)."""
         self.outputs: list[Expired | Activation] = []
         self._expired: list[Any] = []
         self._since_expiry = 0
         self._generation = 0
         self._now = 0
+        # While timestamps arrive in order: the window is the first ``_evaluated`` events.
+        self._ordered = True
+        self._last_ts = self._last_end = -(1 << 62)
+        self._evaluated = 0
 
     def start(self) -> None:
         """Let the trigger fire from now on."""
@@ -76,10 +81,16 @@ class WindowManager:
     def add(self, item: Any, ts: int, now: int) -> None:
         """Queue ``item`` stamped ``ts``; the trigger may evaluate the window right away."""
         self._now = now
+        if ts >= self._last_ts:
+            self._last_ts = ts
+        elif self._ordered:
+            self._unordered()
         self.queue.append(Event(item, ts))
         self.eviction.track(False)
         self.trigger.track(None, now)
-        self._compact()
+        self._since_expiry += 1
+        if self._since_expiry >= EXPIRE_EVENTS_THRESHOLD:
+            self._scan(full=False)
 
     def add_watermark(self, ts: int, now: int) -> None:
         """Every event up to ``ts`` has arrived: event-time triggers evaluate up to it."""
@@ -95,22 +106,61 @@ class WindowManager:
 
     def on_trigger(self) -> bool:
         """Evaluate the window (called by the trigger); True if it held any event."""
-        window = self._scan(full=True)
+        thresholds = getattr(self.eviction, "thresholds", None)
+        if self._ordered and (thresholds is None or thresholds(self._now)[1] < self._last_end):
+            self._unordered()  # a count window, or an end before the last: scan
+        if self._ordered:
+            size, new = self._evaluate_ordered()
+            items = (None if self.incremental or not size
+                     else [ev.item for ev in islice(self.queue, size)])
+        else:
+            items, new = self._evaluate_scan()
+            size = len(items)
+            if self.incremental:
+                items = None
+        self._generation += 1
         expired, self._expired = self._expired, []
-        prev = self._generation
-        self._generation = gen = prev + 1
+        if size:
+            ctx = self.eviction.context
+            ref = ctx.reference_time if ctx is not None else self._now
+            self.outputs.append(Activation(items, new, expired, ref, size))
+        self.trigger.reset()
+        return bool(size)
+
+    def _evaluate_scan(self) -> tuple[list[Any], list[Any]]:
+        """The window and its new items by a scan of the whole queue (marking each event)."""
+        window = self._scan(full=True)
+        prev, gen = self._generation, self._generation + 1
         items, new = [], []
         for ev in window:
             items.append(ev.item)
             if ev.mark != prev:
                 new.append(ev.item)
             ev.mark = gen
-        if items:
-            ctx = self.eviction.context
-            ref = ctx.reference_time if ctx is not None else self._now
-            self.outputs.append(Activation(items, new, expired, ref))
-        self.trigger.reset()
-        return bool(items)
+        return items, new
+
+    def _evaluate_ordered(self) -> tuple[int, list[Any]]:
+        """In-order timestamps: expire from the head, extend the window from where the last
+        one ended; returns the window's size and its new items."""
+        self._scan(full=False)
+        keep_after = self.eviction.thresholds(self._now)[1]  # type: ignore[attr-defined]
+        self._last_end = keep_after
+        start = self._evaluated
+        new = []
+        for ev in islice(self.queue, start, None):
+            if ev.ts > keep_after:
+                break
+            new.append(ev.item)
+        self._evaluated = start + len(new)
+        return self._evaluated, new
+
+    def _unordered(self) -> None:
+        """A timestamp or a window end went backwards: scan from now on, and mark what the
+        ordered path counted as evaluated (the scan tells new events by their marks)."""
+        self._ordered = False
+        gen = self._generation
+        for ev in islice(self.queue, self._evaluated):
+            ev.mark = gen
 
     def _compact(self) -> None:
         self._since_expiry += 1
@@ -132,6 +182,8 @@ class WindowManager:
             expired, window = self._scan_calls(full)
         self._since_expiry = 0
         if expired:
+            # A partial scan takes from the head only: those were the window's first events.
+            self._evaluated = max(0, self._evaluated - len(expired))
             self._expired.extend(expired)
             self.outputs.append(Expired(expired))
         return window

@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from engine.windowing.manager import Event, WindowManager
+from typing import Any, Protocol
 
 __all__ = [
     "EXPIRE",
@@ -26,6 +23,7 @@ __all__ = [
     "STOP",
     "CountEviction",
     "CountTrigger",
+    "Event",
     "EvictionContext",
     "EvictionPolicy",
     "TimeEviction",
@@ -35,6 +33,7 @@ __all__ = [
     "WatermarkCountTrigger",
     "WatermarkTimeEviction",
     "WatermarkTimeTrigger",
+    "WindowHost",
 ]
 
 log = logging.getLogger("engine.windowing")
@@ -42,6 +41,37 @@ log = logging.getLogger("engine.windowing")
 EXPIRE, PROCESS, KEEP, STOP = 0, 1, 2, 3
 DRIFT_WARN_MS = 100
 _FAR = 1 << 62  # "no bound": larger than any millisecond timestamp
+
+
+class Event:
+    """One queued item with its timestamp (ms) and the last evaluation that included it."""
+
+    __slots__ = ("item", "mark", "ts")
+
+    def __init__(self, item: Any, ts: int) -> None:
+        self.item = item
+        self.ts = ts
+        self.mark = -1  # no evaluation yet
+
+
+class WindowHost(Protocol):
+    """What a trigger calls back on: the window manager that holds the events."""
+
+    def on_trigger(self) -> bool:
+        """Evaluate the window; True if it held any event."""
+        ...
+
+    def event_count(self, reference_time: int) -> int:
+        """How many queued events are stamped at or before ``reference_time``."""
+        ...
+
+    def earliest_event_ts(self, start: int, end: int) -> int | None:
+        """The earliest timestamp in ``(start, end]``, if any."""
+        ...
+
+    def sliding_count_timestamps(self, start: int, end: int, count: int) -> list[int]:
+        """At every ``count``-th event stamped in ``(start, end]``, the latest stamp so far."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +270,7 @@ class WatermarkCountEviction(_Eviction):
 class _Trigger:
     """What every trigger holds: its period (events or ms), the manager, the eviction."""
 
-    def __init__(self, every: int, manager: WindowManager, eviction: EvictionPolicy) -> None:
+    def __init__(self, every: int, manager: WindowHost, eviction: EvictionPolicy) -> None:
         self.every = every
         self.manager = manager
         self.eviction = eviction

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import TopologyError
 from engine.state.bolt import StatefulBolt
+from engine.state.checkpoint import CHECKPOINT_STREAM
 from engine.state.kv import KeyValueState
 from engine.state.store import SqliteStateStore, open_store, release_store
 from engine.usercall import awaitable
 from engine.windowing.bolt import BaseWindowedBolt
-from engine.windowing.executor import CHECKPOINT_STREAM, AsyncWindowedBoltExecutor
+from engine.windowing.executor import AsyncWindowedBoltExecutor
 from engine.windowing.manager import Activation
 
 if TYPE_CHECKING:

@@ -4,6 +4,8 @@ Storm's ``WaterMarkEventGenerator`` without its thread: ``track`` is called per 
 ``advance`` by the executor every watermark interval. The watermark is the minimum over the
 input streams of the latest timestamp seen on each, minus the lag; none is produced until
 every input stream has delivered a tuple. A tuple stamped before the last watermark is late.
+At the end of the input (``finish``) the watermark moves past the latest tuple seen, so
+that the last windows close instead of waiting for tuples that will not come.
 """
 
 from __future__ import annotations
@@ -35,6 +37,17 @@ class WatermarkGenerator:
         if self.latest and all(s in self.latest for s in self.streams):
             ts = min(self.latest.values())
         ts -= self.lag
+        if ts > self.last_watermark:
+            self.last_watermark = ts
+            return ts
+        return None
+
+    def finish(self, span_ms: int) -> int | None:
+        """End of input: the watermark ``span_ms`` past the latest timestamp seen on any
+        stream (enough to close every window holding a tuple), if that moves it."""
+        if not self.latest:
+            return None
+        ts = max(self.latest.values()) + span_ms
         if ts > self.last_watermark:
             self.last_watermark = ts
             return ts

@@ -59,7 +59,7 @@ class FailOdd(Bolt):
             self.collector.ack(tup)
 
 
-def topology(spout: QueueSpout, bolt: Bolt, tasks: int = 1) -> Any:
+def topology(spout: QueueSpout | ListSpout, bolt: Bolt, tasks: int = 1) -> Any:
     b = TopologyBuilder()
     b.set_spout("s", spout, tasks)
     b.set_bolt("b", bolt, 2).shuffle_grouping("s")
@@ -136,3 +136,29 @@ async def test_finish_makes_the_spout_exhausted_and_wait_returns() -> None:
 def test_max_retries_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="max_retries must be >= 0 or None, got -1"):
         QueueSpout(asyncio.Queue(), ["v"], max_retries=-1)
+
+
+async def test_list_spout_gives_up_an_item_after_max_retries_and_ends(
+        caplog: pytest.LogCaptureFixture) -> None:
+    spout, bolt = ListSpout([[1], [2], [3], [4]], ["v"], max_retries=2), FailOdd()
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("t", {}, topology(spout, bolt, tasks=2))
+        await asyncio.wait_for(cluster.wait("t"), 5)
+        stats = cluster.stats("t")
+    assert bolt.seen == {1: 3, 2: 1, 3: 3, 4: 1}
+    assert spout.given_up == 2 and sorted(spout.acked) == [(0, 1), (0, 3)]
+    assert sum(m["given_up"] for m in stats["metrics"]["s"].values()) == 2
+    lines = [r.getMessage() for r in caplog.records if "gave up" in r.getMessage()]
+    # Task 1 takes items 0 and 2, both odd: one line, the second give-up is counted for
+    # the next line (at most one per 10 s).
+    assert len(lines) == 1 and lines[0] in (
+        f"ListSpout 's' task 1: gave up item [{v}] after 3 attempts (max_retries=2): failed "
+        f"by b" for v in (1, 3))
+
+
+def test_list_spout_replays_ten_times_by_default_and_checks_max_retries() -> None:
+    assert ListSpout([[1]], ["v"]).max_retries == 10
+    assert ListSpout([[1]], ["v"], max_retries=None).max_retries is None
+    with pytest.raises(ValueError, match=r"^ListSpout: max_retries must be >= 0 or None, "
+                                         r"got -1$"):
+        ListSpout([[1]], ["v"], max_retries=-1)

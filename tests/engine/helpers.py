@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from engine import BasicBolt, Bolt, FailedException
+from engine import BasicBolt, Bolt, FailedException, FailReason
+from engine.testing import FeederSpout
 
 
 class Split(Bolt):
@@ -111,3 +112,16 @@ class BasicUpper(BasicBolt):
         if tup[0] == "crash":
             raise ValueError("asked to crash")
         collector.emit([tup[0].upper()])
+
+
+class ReasonSpout(FeederSpout):
+    """A feeder whose ``fail`` takes the reason."""
+
+    def __init__(self) -> None:
+        super().__init__(["v"])
+        self.reasons: dict[Any, FailReason] = {}
+
+    def fail(self, msg_id: Any, reason: FailReason | None = None) -> None:
+        super().fail(msg_id)
+        assert reason is not None
+        self.reasons[msg_id] = reason

@@ -48,7 +48,7 @@ async def test_emit_of_values_that_are_not_a_list_or_tuple_raises_type_error(
         bolt.emit(values, anchor)
     with pytest.raises(TypeError, match=rf"^spout 'words': emit expects .* got {kind} "):
         spout.emit(values, msg_id=1)
-    assert outbox.bufs == {}
+    assert not outbox.holding()
 
 
 async def test_a_bolt_emitting_a_string_fails_its_tuple_with_the_type_error() -> None:
@@ -130,7 +130,7 @@ def test_fail_after_ack_is_ignored_and_sends_nothing() -> None:
     outbox = Outbox([], [], [acker])
     coll = OutputCollector("count", 2, {}, outbox, TaskStats(), debug=False)
     tup = Tuple(["w"], Source("split", 1, "default", Fields(["w"])), 2, 101, 5)
-    outbox.busy = True
+    outbox.set_busy(True)
     coll.ack(tup)
     coll.fail(tup)
     coll.ack(tup)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from engine.cli import READY
+from tests.process_lines import wait_for_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,12 +70,19 @@ def test_file_without_topology_is_one_line_exit_2(tmp_path: Path) -> None:
 def test_sigterm_drains_and_exits_0() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "engine", "run", "topologies/word_count.py",
-         "--conf", "wordcount.repeat=1000"],
+         "--conf", "wordcount.repeat=1000", "--status-interval", "0.2"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
+    assert proc.stderr is not None
+    try:
+        before = wait_for_line(proc.stderr, f"word-count: {READY}")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+    # Read through the streams' buffers (communicate() would skip what they hold); the
+    # report on stdout is a few lines, printed at the end.
+    err = "".join(before) + proc.stderr.read()
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    assert proc.wait(timeout=60) == 0, err
     assert "words counted" in out
     last = err.strip().splitlines()[-1]
     assert "failed=0" in last
@@ -170,3 +181,117 @@ def test_bad_log_level_is_one_line_exit_2() -> None:
     assert proc.stderr.strip().splitlines() == [
         "error: --log-level 'LOUD': unknown level 'LOUD'; use DEBUG, INFO, WARNING, ERROR "
         "or CRITICAL"]
+
+
+def test_http_on_a_busy_port_is_one_line_exit_2() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = run("topologies/word_count.py", "--http", str(port))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: --http 127.0.0.1:{port}: cannot listen there (Address already in use); is "
+        f"another process serving on it? choose another port (0 picks a free one)"]
+
+
+def test_kafka_example_without_the_extra_names_it(tmp_path: Path) -> None:
+    (tmp_path / "aiokafka.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'aiokafka'\", name='aiokafka')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(tmp_path), str(ROOT)))}
+    proc = subprocess.run([sys.executable, "-m", "engine", "run",
+                           "topologies/kafka_word_count.py"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: topologies/kafka_word_count.py: import failed: ModuleNotFoundError: No module "
+        "named 'aiokafka'; install it with pip install 'stormloop[kafka]'"]
+
+
+BOLT_BUG = """
+from engine import Bolt, TopologyBuilder
+from connectors.memory import ListSpout
+
+class Parse(Bolt):
+    def prepare(self, conf, context, collector): pass
+    def execute(self, tup):
+        raise ValueError("cannot parse " + tup["line"])   # the same for every replay
+
+b = TopologyBuilder()
+b.set_spout("lines", ListSpout([["line %d" % i] for i in range(200)], ["line"]))
+b.set_bolt("parse", Parse()).shuffle_grouping("lines")
+topology = b.create_topology()
+"""
+
+
+def test_a_deterministic_bolt_bug_ends_with_status_3(tmp_path: Path) -> None:
+    file = tmp_path / "bolt_bug.py"
+    file.write_text(BOLT_BUG)
+    proc = run(str(file), "--log-level", "engine=CRITICAL", timeout=120)
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1] == ("bolt-bug: not every tuple was fully processed (spout 'lines': 200 "
+                         "given up); exit status 3")
+    assert "emitted=2200 acked=0 failed=2200" in lines[-2]
+    assert next(line for line in lines if "gave up" in line).startswith(
+        "WARNING connectors.memory: ListSpout 'lines' task 1: gave up item ['line ")
+
+
+ONE_SHOT = """
+from engine import Bolt, Spout, TopologyBuilder
+
+class OneShot(Spout):      # emits 3 tuples, never replays, reports no given_up
+    def declare_output_fields(self, declarer): declarer.declare(["n"])
+    def open(self, conf, context, collector): self.c, self.left = collector, [1, 2, 3]
+    def next_tuple(self):
+        if self.left: self.c.emit([self.left.pop()], msg_id=len(self.left))
+    def exhausted(self): return not self.left
+
+class FailAll(Bolt):
+    def prepare(self, conf, context, collector): self.c = collector
+    def execute(self, tup): self.c.fail(tup)
+
+b = TopologyBuilder()
+b.set_spout("s", OneShot())
+b.set_bolt("f", FailAll()).shuffle_grouping("s")
+topology = b.create_topology()
+"""
+
+
+def test_a_spout_that_does_not_replay_ends_with_status_3_when_trees_failed(
+        tmp_path: Path) -> None:
+    file = tmp_path / "one_shot.py"
+    file.write_text(ONE_SHOT)
+    proc = run(str(file))
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "one-shot: not every tuple was fully processed (spout 's': 3 failed); exit status 3")
+
+
+STATEFUL = """
+from engine import TopologyBuilder
+from engine.state import StatefulBolt
+from connectors.memory import ListSpout
+
+class Count(StatefulBolt):
+    def prepare(self, conf, context, collector): self.collector = collector
+    def init_state(self, state): self.counts = state
+    def execute(self, tup):
+        self.counts.put(tup["w"], self.counts.get(tup["w"], 0) + 1)
+        self.collector.ack(tup)
+
+CONF = {"topology.state.checkpoint.interval.ms": 50}
+b = TopologyBuilder()
+b.set_spout("words", ListSpout([[w] for w in "abcdefghij"], ["w"]))
+b.set_bolt("count", Count()).shuffle_grouping("words")
+topology = b.create_topology()
+"""
+
+
+def test_checkpoint_tuples_do_not_count_as_emitted(tmp_path: Path) -> None:
+    file = tmp_path / "stateful.py"
+    file.write_text(STATEFUL)
+    proc = run(str(file), "--conf", f"topology.state.dir={tmp_path}",
+               "--duration", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "emitted=10 acked=10 failed=0" in proc.stderr.strip().splitlines()[-1], proc.stderr

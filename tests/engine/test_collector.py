@@ -36,7 +36,7 @@ def sent(queue: BatchQueue) -> dict[int, int]:
 
 def test_runs_and_interleaved_roots_add_up_per_root() -> None:
     coll, outbox, (queue,) = collector()
-    outbox.busy = True
+    outbox.set_busy(True)
     acked = [(101, 3), (101, 5, 8), (202, 7), (101, 9), (303, 11), (303, 13), (202, 17)]
     for root, edge, *av in acked:
         coll.ack(tracked(root, edge, *av))
@@ -50,7 +50,7 @@ def test_runs_and_interleaved_roots_add_up_per_root() -> None:
 
 def test_a_tuple_of_several_trees_acks_each_beside_a_run() -> None:
     coll, outbox, (queue,) = collector()
-    outbox.busy = True
+    outbox.set_busy(True)
     coll.ack(tracked(101, 3))
     coll.ack(tracked(101, 5, ack_val=64, more=(202, 5)))  # anchored to trees 101 and 202
     coll.ack(tracked(101, 7))
@@ -60,7 +60,7 @@ def test_a_tuple_of_several_trees_acks_each_beside_a_run() -> None:
 
 def test_several_ackers_each_get_their_roots() -> None:
     coll, outbox, queues = collector(ackers=2)
-    outbox.busy = True
+    outbox.set_busy(True)
     for root, edge in [(10, 1), (11, 2), (10, 4), (13, 8), (-7, 16)]:
         coll.ack(tracked(root, edge))
     outbox.flush_acker_messages()
@@ -70,7 +70,7 @@ def test_several_ackers_each_get_their_roots() -> None:
 
 def test_a_zero_sum_run_still_reaches_the_acker() -> None:
     coll, outbox, (queue,) = collector()
-    outbox.busy = True
+    outbox.set_busy(True)
     coll.ack(tracked(101, 6))
     coll.ack(tracked(101, 6))  # XOR-s to zero; the acker must still hear of the root
     outbox.flush_acker_messages()
@@ -86,7 +86,7 @@ async def test_an_ack_outside_execute_is_flushed_soon() -> None:
 
 def test_untracked_tuples_send_nothing() -> None:
     coll, outbox, (queue,) = collector()
-    outbox.busy = True
+    outbox.set_busy(True)
     coll.ack(Tuple(["w"], SRC, 2))
     outbox.flush_acker_messages()
     assert queue.get_nowait() is None

@@ -49,6 +49,37 @@ def test_keys_expire_in_bounds(adds: list[float], timeout: float, tick: float) -
     assert entries == {} and deadlines.marks == 0
 
 
+@given(st.lists(st.tuples(st.floats(0, 0.5, allow_nan=False), st.floats(0, 0.5)),
+                min_size=1, max_size=50),
+       st.floats(0.05, 2.0), st.floats(0.05, 0.5))
+def test_keys_never_expire_early_whatever_order_times_come_in(
+        steps: list[tuple[float, float]], timeout: float, tick: float) -> None:
+    """Arrival times may go back (a caller counting from an earlier time): a later key's
+    deadline is never pulled in by them."""
+    deadlines = Deadlines(timeout, tick=tick)
+    entries: dict[Any, Any] = {}
+    added: dict[int, float] = {}
+    t = 0.0
+    for key, (forward, back) in enumerate(steps):
+        t += forward
+        added[key] = max(0.0, t - back)
+        _insert(deadlines, entries, key, added[key])
+        for due in _pop(deadlines, entries, t):
+            assert t >= added[due] + timeout, "expired early"
+    for due in _pop(deadlines, entries, t + timeout + tick):
+        assert t + timeout + tick >= added[due] + timeout
+    assert entries == {} and deadlines.marks == 0
+
+
+def test_an_earlier_arrival_does_not_pull_in_its_group_deadline() -> None:
+    deadlines = Deadlines(1.0, tick=0.2)
+    entries: dict[Any, Any] = {}
+    _insert(deadlines, entries, 1, 0.19)
+    _insert(deadlines, entries, 2, 0.0)  # same group, an earlier time
+    assert _pop(deadlines, entries, 1.1) == []
+    assert _pop(deadlines, entries, 1.19) == [1, 2]
+
+
 def test_deleted_keys_leave_nothing_behind() -> None:
     deadlines = Deadlines(30.0, tick=0.2)
     entries: dict[Any, Any] = {}

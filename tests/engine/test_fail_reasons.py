@@ -17,25 +17,12 @@ from engine import (
 )
 from engine.failure import FailReasons, error_reason
 from engine.testing import FeederSpout, VirtualTimePolicy, wait_until
-from tests.engine.helpers import Crash, Hold
+from tests.engine.helpers import Crash, Hold, ReasonSpout
 
 
 @pytest.fixture
 def event_loop_policy() -> VirtualTimePolicy:
     return VirtualTimePolicy()
-
-
-class ReasonSpout(FeederSpout):
-    """A feeder whose ``fail`` takes the reason."""
-
-    def __init__(self) -> None:
-        super().__init__(["v"])
-        self.reasons: dict[Any, FailReason] = {}
-
-    def fail(self, msg_id: Any, reason: FailReason | None = None) -> None:
-        super().fail(msg_id)
-        assert reason is not None
-        self.reasons[msg_id] = reason
 
 
 class Explicit(Bolt):

@@ -6,7 +6,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from engine.queues import BatchQueue
+import pytest
+
+from engine.queues import BatchQueue, StampedQueue
+from engine.testing import VirtualTimePolicy
+
+
+@pytest.fixture
+def event_loop_policy() -> VirtualTimePolicy:
+    return VirtualTimePolicy()
 
 
 def test_the_bound_counts_tuples() -> None:
@@ -97,3 +105,15 @@ async def test_bolt_queue_holds_at_most_its_bound_in_tuples() -> None:
         gate.open.set()
         await wait_until(lambda: len(spout.acked()) == 300, timeout=10)
     assert sorted(gate.seen) == list(range(300))
+
+
+async def test_a_stamped_queue_tells_when_the_batch_taken_was_put() -> None:
+    clock = iter([1.0, 2.5, 4.0]).__next__
+    q = StampedQueue(10, clock)
+    q.put_nowait(["a"])
+    await q.put(["b"])
+    assert await q.get() == ["a"] and q.sent_at == 1.0
+    q.put_nowait(["c"])
+    assert q.get_nowait() == ["b"] and q.sent_at == 2.5
+    assert await q.get() == ["c"] and q.sent_at == 4.0
+    assert q.get_nowait() is None and q.sent_at == 4.0

@@ -19,6 +19,7 @@ from engine.queue_watch import QueueWatch
 from engine.queues import BatchQueue
 from engine.spout_executor import SPOUT_ROUND
 from engine.testing import FeederSpout, VirtualTimePolicy, wait_until
+from engine.tuples import Fields, Source, Tuple
 
 
 @pytest.fixture
@@ -188,22 +189,24 @@ async def test_the_outbox_holds_a_small_batch_for_a_full_queue_and_sends_it_in_o
     full, free = BatchQueue(1), BatchQueue(1)
     full.put_nowait(["old"])
     outbox = Outbox([full, free], [0, 0, 1], [], QueueWatch([full, free]))
-    outbox.bufs = {0: ["a"], 1: ["b"]}
+    outbox.push(0, _tup("a"))
+    outbox.push(2, _tup("b"))
     await outbox.flush()  # returns at once: nothing waits on the full queue
-    assert free.get_nowait() == ["b"]
-    assert outbox.bufs == {0: ["a"]}
-    outbox.bufs[0].append("c")
+    assert [t[0] for t in free.get_nowait()] == ["b"]
+    assert outbox.buffered() == {0: 1}
+    outbox.push(1, _tup("c"))
     assert full.get_nowait() == ["old"]
     await outbox.flush()
-    assert full.get_nowait() == ["a", "c"]
-    assert outbox.bufs == {}
+    assert [t[0] for t in full.get_nowait()] == ["a", "c"]
+    assert not outbox.holding()
 
 
 async def test_a_large_batch_waits_for_room_unless_the_queue_is_stuck() -> None:
     full = BatchQueue(1)
     full.put_nowait(["old"])
-    outbox = Outbox([full], [0, 0], [], QueueWatch([full], secs=1.0))
-    outbox.bufs = {0: ["t"] * HOLD_MAX}
+    watch = QueueWatch([full], secs=1.0)
+    outbox = Outbox([full], [0, 0], [], watch)
+    _push(outbox, HOLD_MAX)
     waiting = asyncio.ensure_future(outbox.flush())
     await asyncio.sleep(0.5)
     assert not waiting.done()  # back-pressure: a busy queue is waited on
@@ -212,13 +215,22 @@ async def test_a_large_batch_waits_for_room_unless_the_queue_is_stuck() -> None:
     assert len(full.get_nowait()) == HOLD_MAX
     full.put_nowait(["stuck"])
     inbox = BatchQueue(10)
-    outbox.bufs = {0: ["t"] * HOLD_MAX}
-    assert outbox.watch is not None and not outbox.watch.stuck(0)  # first look at this head
+    _push(outbox, HOLD_MAX)
+    assert not watch.stuck(0)  # first look at this head
     polling = asyncio.ensure_future(outbox.flush_polling(inbox, _ignore))
     await asyncio.sleep(2)
     assert polling.done()  # the spout stopped waiting on a stuck queue and held the batch
-    assert len(outbox.bufs[0]) == HOLD_MAX
+    assert outbox.buffered() == {0: HOLD_MAX}
     assert not outbox.blocked
+
+
+def _tup(value: str) -> Tuple:
+    return Tuple([value], Source("s", 1, "default", Fields(["v"])), 1)
+
+
+def _push(outbox: Outbox, n: int) -> None:
+    for _ in range(n):
+        outbox.push(0, _tup("t"))
 
 
 async def _ignore(item: Any) -> None:

@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from engine import Bolt, Config, LocalCluster, TopologyBuilder
+from engine import Bolt, Config, LocalCluster, Spout, TopologyBuilder
+from engine.acker import INIT, TIMEOUT, AckLedger
+from engine.acker_executor import AckerExecutor
+from engine.deadlines import DEFAULT_TICK_SECS
+from engine.queues import BatchQueue, StampedQueue
+from engine.stats import TaskStats
 from engine.testing import FeederSpout, VirtualTimePolicy, wait_until
 from tests.engine.helpers import Hold
 from tests.engine.test_edge_cases import WaitingSpout
@@ -129,3 +134,64 @@ async def test_timeouts_reach_a_spout_blocked_by_a_full_queue() -> None:
         await wait_until(lambda: spout.events, timeout=40)
         await cluster.kill_topology("t")
     assert spout.events[0][0] == "fail"
+
+
+class HoldsThenEmits(Spout):
+    """Holds the loop ``hold`` seconds (a sync call) in ``open`` and before its first emit;
+    records in ``at`` when it emitted and when its tree failed (tasks are copies: the dict
+    is shared)."""
+
+    def __init__(self, hold: float) -> None:
+        self.hold = hold
+        self.at: dict[str, float] = {}
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["v"])
+
+    def open(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+        asyncio.get_running_loop().advance(self.hold)  # a slow open, after the ackers exist
+
+    def next_tuple(self) -> None:
+        if "emit" not in self.at:
+            loop = asyncio.get_running_loop()
+            loop.advance(self.hold)
+            self.at["emit"] = loop.time()
+            self.collector.emit(["x"], msg_id="x")
+
+    def fail(self, msg_id: Any) -> None:
+        self.at["fail"] = asyncio.get_running_loop().time()
+
+
+@pytest.mark.parametrize("hold", [0.15, 0.5, 0.9, 3.0])
+async def test_a_tree_emitted_at_the_end_of_a_hold_never_fails_early(hold: float) -> None:
+    """The acker's loop was held when the INIT came: the timeout still counts from the emit
+    (at the latest), never from the acker's last tick."""
+    spout = HoldsThenEmits(hold)
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("t", conf(topology_message_timeout_secs=1),
+                                      holding(spout, Hold()))
+        await wait_until(lambda: "fail" in spout.at, timeout=10)
+    elapsed = spout.at["fail"] - spout.at["emit"]
+    assert 1.0 - 1e-9 <= elapsed < 1.0 + 2 * DEFAULT_TICK_SECS + 0.01
+
+
+async def test_a_held_acker_counts_new_trees_from_when_they_were_sent() -> None:
+    """The acker executor alone: a batch read after a hold, its INIT sent at the end of it."""
+    loop = asyncio.get_running_loop()
+    inbox, spout_queue = StampedQueue(100, loop.time), BatchQueue(100)
+    acker = AckerExecutor(AckLedger(1.0, loop.time()), inbox, [spout_queue], [0, 0], [0],
+                          loop.time, TaskStats())
+    run = asyncio.create_task(acker.run())
+    expire = asyncio.create_task(acker.expire())
+    try:
+        await asyncio.sleep(0.3)  # one tick passed: the next is due at about 0.4
+        loop.advance(0.75)  # a sync call holds the loop past that tick ...
+        sent = loop.time()
+        inbox.put_nowait(([(INIT, 7, 5, 1)], {}))  # ... and its task emits at the end
+        outcome = await spout_queue.get()
+        assert outcome == [(TIMEOUT, 1, 7)]
+        assert 1.0 - 1e-9 <= loop.time() - sent < 1.0 + 2 * DEFAULT_TICK_SECS + 0.01
+    finally:
+        run.cancel()
+        expire.cancel()

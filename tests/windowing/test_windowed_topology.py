@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine import LocalCluster, TopologyBuilder, TopologyError
+from engine import LocalCluster, Spout, TopologyBuilder, TopologyError
 from engine.testing import CaptureBolt, FailOn, FeederSpout, wait_until
 from engine.windowing import BaseWindowedBolt, Count, DetachedTuple, Duration, TupleWindow
 
@@ -44,7 +44,7 @@ class Boom(SumWindow):
         raise RuntimeError("window went wrong")
 
 
-def topology(window: BaseWindowedBolt, spout: FeederSpout, sink: CaptureBolt,
+def topology(window: BaseWindowedBolt, spout: Spout, sink: CaptureBolt,
              stream: str = "default") -> Any:
     b = TopologyBuilder()
     b.set_spout("numbers", spout)
@@ -196,3 +196,47 @@ async def test_late_tuples_without_a_stream_are_logged_throttled(caplog: Any) ->
         await wait_until(lambda: set(range(10)) <= set(spout.acked()))  # acked at once
     counts = [re.search(r"\((\d+) late so far", r.getMessage()) for r in caplog.records]
     assert [m.group(1) for m in counts if m] == ["1", "2", "4", "8"]
+
+
+@pytest.mark.parametrize("cls", [SumWindow, AsyncSumWindow])
+async def test_event_time_windows_close_at_the_end_of_a_finite_input(
+        cls: type[SumWindow]) -> None:
+    """Once every spout is exhausted the watermark moves past the last tuple: the last
+    windows are evaluated, every tree completes and the topology is finished."""
+    from connectors.memory import ListSpout
+
+    stamped = [[n, 1000 * n] for n in range(1, 8)]  # n at n seconds
+    window = (cls().with_tumbling_window(Duration(2)).with_timestamp_field("ts")
+              .with_watermark_interval(Duration.of_millis(50)))
+    spout, sink = ListSpout(stamped, ["n", "ts"]), CaptureBolt()
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("w", CONF, topology(window, spout, sink))
+        await wait_until(lambda: cluster.finished("w"), timeout=10)
+        final = await cluster.kill_topology("w", wait_secs=0)
+    # Windows (0, 2], (2, 4], (4, 6], (6, 8] s: the input's own watermark (7 s) closes the
+    # first three; the last closes only because the input ended.
+    assert sink.values() == [[1 + 2], [3 + 4], [5 + 6], [7]]
+    assert sorted(spout.acked) == [(0, i) for i in range(7)]
+    assert final["abandoned"] == 0
+
+
+async def test_a_stop_names_the_tuples_left_in_open_windows(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A stop is not the end of the input (a Kafka spout is never exhausted): the windows
+    stay open, and the drain's warning says why their trees were abandoned."""
+    window = (SumWindow().with_tumbling_window(Duration(10)).with_timestamp_field("ts")
+              .with_watermark_interval(Duration.of_millis(50)))
+    spout, sink = FeederSpout(["n", "ts"]), CaptureBolt()
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("w", CONF, topology(window, spout, sink))
+        for n in (1, 2, 3):
+            spout.feed([n, 1000 * n], msg_id=n)
+        await wait_until(lambda: cluster.stats("w")["components"]["window"]["executed"] == 3)
+        final = await cluster.kill_topology("w", wait_secs=0.1)
+    assert final["abandoned"] == 3 and sink.values() == []
+    warning = [r.getMessage() for r in caplog.records if "abandoned" in r.getMessage()]
+    assert warning == [
+        "topology 'w': drain timed out after 0.1 s; 3 tracked trees abandoned (their spouts "
+        "heard neither ack nor fail); 3 tuples were in windows not closed yet: a stop is not "
+        "the end of the input, so their windows stay open; a replaying source (Kafka) emits "
+        "them again on the next run"]

@@ -12,6 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from collections.abc import AsyncIterator
+
+from connectors.kafka.testing_broker import TestingBroker
 
 
 def free_port() -> int:
@@ -63,6 +66,13 @@ class FaultyLink:
         self._moving.set()
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Ends quietly when the loop closes under it: asyncio 3.11 logs a relay task
+        # that ends cancelled as an "Exception in callback".
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._relay_until_closed(reader, writer)
+
+    async def _relay_until_closed(self, reader: asyncio.StreamReader,
+                                  writer: asyncio.StreamWriter) -> None:
         if self.mode == "refuse":
             writer.transport.abort()
             return
@@ -88,3 +98,34 @@ class FaultyLink:
             self._writers.discard(writer)
             with contextlib.suppress(Exception):
                 writer.transport.abort()
+
+
+@contextlib.asynccontextmanager
+async def linked_broker() -> AsyncIterator[tuple[FaultyLink, TestingBroker]]:
+    """A test broker of its own, reached only through a ``FaultyLink`` it advertises."""
+    port = free_port()
+    broker = TestingBroker(advertised_port=port)
+    link = FaultyLink(port, 0)
+    broker.start()
+    assert broker.port is not None
+    link.target = broker.port
+    await link.start()
+    try:
+        yield link, broker
+    finally:
+        await link.stop()
+        broker.stop()
+
+
+async def split_topics(link: FaultyLink, source_broker: TestingBroker,
+                       sink_broker: TestingBroker, n: int) -> tuple[str, str, str, str]:
+    """A source topic (2 partitions, ``n`` records) behind ``link`` and a sink topic on a
+    broker of its own: ``(source bootstrap, source, sink, group)``, names unique."""
+    from tests.connectors.kafka.helpers import produce, unique
+
+    bootstrap = f"127.0.0.1:{link.port}"
+    source, sink, group = unique("in"), unique("out"), unique("g")
+    await source_broker.create_topic(source, 2)
+    await sink_broker.create_topic(sink, 1)
+    await produce(bootstrap, source, [(b"k%d" % i, b"v%d" % i) for i in range(n)])
+    return bootstrap, source, sink, group

@@ -6,10 +6,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.errors import MessageSizeTooLargeError
+from aiokafka.structs import RecordMetadata
 
-from connectors.kafka.batch_send import BatchSender
+from connectors.kafka.batch_send import BatchSender, DeliveryMismatch, checked
 from tests.connectors.kafka.helpers import read_all, unique
 
 
@@ -80,3 +81,32 @@ async def test_unkeyed_records_stick_to_a_partition_per_cycle_and_failures_reach
         await sender.close()
         await producer.stop()
     assert len({r.partition for r in await read_all(bootstrap, topic)}) == 1
+
+
+def _confirmed(topic: str, partition: int, offset: Any) -> asyncio.Future[Any]:
+    future = asyncio.get_running_loop().create_future()
+    future.set_result(RecordMetadata(topic, partition, TopicPartition(topic, partition),
+                                     offset, -1, 0, 0))
+    return future
+
+
+async def test_a_confirmation_counts_only_for_where_the_batch_was_sent() -> None:
+    ok = _confirmed("out", 2, 17)
+    assert checked(ok, "out", 2) is ok
+    noack = asyncio.get_running_loop().create_future()
+    noack.set_result(None)  # acks=0: nothing to check
+    assert checked(noack, "out", 2) is noack
+    cases = {
+        ("out", 1, 17): "batch sent to out[2] was confirmed for out[1]",
+        ("other", 2, 17): "batch sent to out[2] was confirmed for other[2]",
+        ("out", 2, -1): "batch sent to out[2] was confirmed without an offset (-1)",
+        ("out", 2, None): "batch sent to out[2] was confirmed without an offset (None)",
+    }
+    for (topic, partition, offset), why in cases.items():
+        bad = checked(_confirmed(topic, partition, offset), "out", 2)
+        exc = bad.exception()
+        assert isinstance(exc, DeliveryMismatch) and exc.retriable
+        assert str(exc).endswith(why), str(exc)
+    refused = asyncio.get_running_loop().create_future()
+    refused.set_exception(MessageSizeTooLargeError())
+    assert checked(refused, "out", 2) is refused

@@ -82,6 +82,12 @@ def test_spout_and_bolt_argument_errors() -> None:
         KafkaSpout("t", "localhost:9092", "g", retry_backoff_secs=(5.0, 1.0))
     with pytest.raises(ValueError, match=r"^value_format must be one of"):
         KafkaBolt("t", "localhost:9092", value_format="xml")
+    with pytest.raises(ValueError, match=r"^KafkaSpout: retry_backoff_secs must be a number "
+                                         r"of seconds .* or a pair \(initial, maximum\), "
+                                         r"got \(1, 2, 3\)$"):
+        KafkaSpout("t", "localhost:9092", "g", retry_backoff_secs=(1, 2, 3))
+    with pytest.raises(ValueError, match=r"^KafkaSpout: retry_backoff_secs .* got '0.1'$"):
+        KafkaSpout("t", "localhost:9092", "g", retry_backoff_secs="0.1")
     spout = KafkaSpout(["a", "b"], "localhost:9092", "g", fields=("value",),
                        session_timeout_ms=2000)
     assert spout.topics == ["a", "b"]
@@ -135,3 +141,13 @@ def test_decoding_a_batch_equals_decoding_each_record(fields: tuple[str, ...],
     if value_format != "bytes":
         with pytest.raises(DecodeError):
             decoder.many(bad)
+
+
+@pytest.mark.parametrize(("given", "initial", "maximum"), [
+    (0.1, 0.1, 30.0), (2, 2.0, 30.0), (45.0, 45.0, 45.0), ((0.05, 0.2), 0.05, 0.2),
+    ([1, 4], 1.0, 4.0)])
+def test_retry_backoff_is_a_number_or_a_pair(given: object, initial: float,
+                                             maximum: float) -> None:
+    spout = KafkaSpout("t", "localhost:9092", "g", retry_backoff_secs=given, max_retries=2)
+    assert (spout.backoff.initial, spout.backoff.maximum) == (initial, maximum)
+    assert spout.backoff.max_retries == 2

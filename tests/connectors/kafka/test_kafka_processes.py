@@ -4,18 +4,25 @@ A SIGKILLed process commits nothing more; its successor (or the surviving member
 same consumer group) re-reads from the committed offsets, so every input reaches the output
 at least once, and only records at or above the committed offsets at the crash can appear
 twice.
+
+Each process keeps a record-level trace (``relay_topology.py``); when an input is missing
+from the output, the failure shows the committed offsets and assignments at the kill and
+each missing record's trace lines: where it was emitted, stored and committed, or not.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import os
 import re
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -40,8 +47,10 @@ class EngineProcess:
     def __init__(self, log: Path, bootstrap: str, source: str, sink: str, group: str,
                  delay: float) -> None:
         self.log = log
+        self.trace = log.with_suffix(".trace")
         conf = {"kafka.bootstrap.servers": bootstrap, "relay.source": source,
-                "relay.sink": sink, "relay.group": group, "relay.delay.secs": delay}
+                "relay.sink": sink, "relay.group": group, "relay.delay.secs": delay,
+                "relay.trace": self.trace}
         args = [sys.executable, "-m", "engine", "run", str(RELAY), "--status-interval", "1"]
         for key, value in conf.items():
             args += ["--conf", f"{key}={value}"]
@@ -79,6 +88,41 @@ class EngineProcess:
         """The end of the process's output, for failure messages."""
         return self.log.read_text(errors="replace")[-3000:]
 
+    def traced(self) -> list[tuple[float, str, str]]:
+        """The trace's ``(time, event, details)`` lines so far."""
+        if not self.trace.exists():
+            return []
+        lines = []
+        for line in self.trace.read_text(errors="replace").splitlines():
+            parts = line.split(" ", 3)
+            if len(parts) == 4:  # a line cut by the kill is left out
+                lines.append((float(parts[0]), parts[2], parts[3]))
+        return lines
+
+    def committed_before(self, at: float) -> dict[str, int]:
+        """The offsets this process's commits had landed by ``at`` (from its trace)."""
+        offsets: dict[str, int] = {}
+        for when, event, details in self.traced():
+            if event == "log" and details.startswith("committed ") and when <= at:
+                offsets.update(ast.literal_eval(details.removeprefix("committed ")))
+        return offsets
+
+
+@dataclass
+class Kill:
+    """What the group looked like when a member was killed."""
+
+    at: float
+    committed: dict[int, int | None]
+    assignments: dict[str, set[int]] = field(default_factory=dict)
+
+    @classmethod
+    async def now(cls, bootstrap: str, group: str, topic: str,
+                  *procs: EngineProcess) -> Kill:
+        """Taken right after the kill: the group's committed offsets, who held what."""
+        return cls(time.time(), await committed(bootstrap, group, topic),
+                   {p.log.stem: p.assignment() for p in procs})
+
 
 @pytest.fixture
 def engines(tmp_path: Path) -> Iterator[list[EngineProcess]]:
@@ -104,9 +148,10 @@ def _runs(offsets: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
-async def explain_missing(bootstrap: str, source: str, sink: str,
-                          *procs: EngineProcess) -> str:
-    """Where the inputs missing from ``sink`` came from, the sink read again, the logs."""
+async def explain_missing(bootstrap: str, source: str, sink: str, *procs: EngineProcess,
+                          kill: Kill | None = None) -> str:
+    """Where the inputs missing from ``sink`` came from, the sink read again, the state of
+    the group at the kill, each missing record's trace, the logs."""
     src = {r.value: (r.partition, r.offset) for r in await read_all(bootstrap, source)}
     await asyncio.sleep(1.0)
     out = await read_all(bootstrap, sink)
@@ -121,11 +166,41 @@ async def explain_missing(bootstrap: str, source: str, sink: str,
         offs = sorted(r.offset for r in out if r.partition == partition)
         lines.append(f"sink partition {partition}: {len(offs)} records, offset runs "
                      f"{_runs(offs)[:6]}")
+    if kill is not None:
+        lines += _at_kill(kill, procs)
+    lost = [(v, source, *where) for v, where in src.items() if v not in written]
+    lines += _traces_of(lost[:5], procs)
     for proc in procs:
         notable = [line for line in proc.log.read_text(errors="replace").splitlines()
                    if "connectors.kafka" in line or "ERROR" in line or "WARNING" in line]
         lines.append(f"--- {proc.log.name}\n" + "\n".join(notable[-40:]))
     return "\n".join(lines)
+
+
+def _at_kill(kill: Kill, procs: tuple[EngineProcess, ...]) -> list[str]:
+    """The group's and each member's committed offsets at the kill; who held what then
+    and now."""
+    lines = [f"at the kill ({kill.at:.3f}): group committed {kill.committed}, "
+             f"assignments {kill.assignments}"]
+    for proc in procs:
+        lines.append(f"{proc.log.stem}: its commits by the kill "
+                     f"{proc.committed_before(kill.at)}; last held {sorted(proc.assignment())}")
+    return lines
+
+
+def _traces_of(records: list[tuple[bytes, str, int, int]],
+               procs: tuple[EngineProcess, ...]) -> list[str]:
+    """Every trace line naming one of ``records`` (value, source topic, partition, offset)
+    by its value or its source coordinates, per process."""
+    lines = []
+    for value, topic, partition, offset in records:
+        names = (repr(value), f"{topic}[{partition}]@{offset} ")
+        lines.append(f"trace of {value!r} ({topic}[{partition}]@{offset}):")
+        for proc in procs:
+            lines += [f"  {proc.log.stem} {at:.3f} {event} {details}"
+                      for at, event, details in proc.traced()
+                      if any(name in details + " " for name in names)]
+    return lines
 
 
 async def wait_for(what: str, check, timeout: float, *procs: EngineProcess) -> None:
@@ -214,6 +289,7 @@ async def test_scale_out_survivor_takes_over_a_killed_member(kafka_broker, engin
     await wait_for("progress with both members", b_progress, 30, a, b)
     assert await total_committed(bootstrap, group, source) < n, "A and B finished too soon"
     a.kill()
+    kill = await Kill.now(bootstrap, group, source, a, b)
 
     async def b_has_all() -> bool:
         return b.assignment() == {0, 1, 2, 3}
@@ -228,4 +304,4 @@ async def test_scale_out_survivor_takes_over_a_killed_member(kafka_broker, engin
     out = Counter(r.value for r in await read_all(bootstrap, sink))
     if set(out) != {f"r{i}".encode() for i in range(n)}:
         pytest.fail("some inputs never reached the output\n"
-                    + await explain_missing(bootstrap, source, sink, a, b))
+                    + await explain_missing(bootstrap, source, sink, a, b, kill=kill))

@@ -321,9 +321,14 @@ async def test_records_fetched_during_a_slow_assignment_are_not_skipped(kafka_br
     builder.set_bolt("gate", gate).shuffle_grouping("kafka")
     async with LocalCluster() as cluster:
         await cluster.submit_topology("slow-assign", Config(), builder.create_topology())
-        # Once the group has settled, more records: were the first ones skipped while the
-        # assignment callback ran, the commits would now pass them.
-        await asyncio.sleep(3)
+        # Once the group has settled (the first records committed), more records: were the
+        # first ones skipped while the assignment callback ran, the commits passed them.
+        first = await high_watermarks(bootstrap, topic)
+
+        async def settled() -> bool:
+            return await committed(bootstrap, group, topic) == first
+
+        await eventually(settled, 30, "the first records committed")
         await produce(bootstrap, topic, [(None, b"%d" % i) for i in range(400, 800)])
         ends = await high_watermarks(bootstrap, topic)
 

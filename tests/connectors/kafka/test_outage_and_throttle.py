@@ -9,8 +9,9 @@ import ssl
 import pytest
 
 from connectors.kafka import client_options
+from connectors.kafka.broker_watch import FetchAnswers
 from connectors.kafka.kafka_errors import describe, is_outage, is_permanent
-from connectors.kafka.outage import Outage, StallWatch
+from connectors.kafka.outage import Outage, StallWatch, servers_text
 from connectors.kafka.throttle import LogThrottle, throttle_aiokafka
 
 log = logging.getLogger("tests.outage")
@@ -33,6 +34,25 @@ def test_an_outage_is_one_warning_and_one_info_with_its_length(caplog) -> None:
                  "150.5 s (150 errors meanwhile)"),
     ]
     assert outage.down_since is None
+
+
+def test_an_outage_line_names_the_bootstrap_servers_when_given(caplog) -> None:
+    outage = Outage("KafkaSpout 'kafka' task 1", log, servers_text(["a:9092", "b:9092"]))
+    caplog.set_level(logging.INFO, logger="tests.outage")
+    outage.down(1.0, "no fetch answered for 15 s")
+    assert [r.getMessage() for r in caplog.records] == [
+        "KafkaSpout 'kafka' task 1: Kafka broker unreachable (no fetch answered for 15 s; "
+        "bootstrap servers a:9092,b:9092); retrying quietly until it answers"]
+
+
+def test_fetch_answers_move_only_when_a_known_timestamp_changes() -> None:
+    answers = FetchAnswers()
+    assert not answers.moved({"p0": None})  # assigned, never fetched
+    assert answers.moved({"p0": 100})
+    assert not answers.moved({"p0": 100, "p1": None})  # paused or new: nothing answered
+    assert answers.moved({"p0": 100, "p1": 150})
+    assert not answers.moved({"p1": 150})  # p0 revoked
+    assert answers.moved({"p1": 151})
 
 
 def test_stall_watch_counts_time_without_progress_only_while_waiting() -> None:

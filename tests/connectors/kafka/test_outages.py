@@ -4,7 +4,6 @@ refused connection and for a blackhole; nothing is lost."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator
@@ -23,31 +22,20 @@ from tests.connectors.kafka.helpers import (
     read_all,
     unique,
 )
-from tests.connectors.kafka.netfault import FaultyLink, free_port
+from tests.connectors.kafka.netfault import FaultyLink, linked_broker
 
 # Short client timeouts so that a blackholed request is given up on within seconds.
 CLIENT = {"request_timeout_ms": 3000, "retry_backoff_ms": 100, "metadata_max_age_ms": 5000}
 
 
-
 @pytest.fixture
 async def link() -> AsyncIterator[tuple[FaultyLink, TestingBroker]]:
-    port = free_port()
-    broker = TestingBroker(advertised_port=port)
-    link = FaultyLink(port, 0)
-    broker.start()
-    assert broker.port is not None
-    link.target = broker.port
-    await link.start()
-    try:
-        yield link, broker
-    finally:
-        await link.stop()
-        broker.stop()
+    async with linked_broker() as pair:
+        yield pair
 
 
 async def outage_run(link: FaultyLink, broker: TestingBroker, fault: str,
-                     caplog: Any) -> list[tuple[str, str]]:
+                     caplog: Any, buffer_size: int = 10_000) -> list[tuple[str, str]]:
     bootstrap = f"127.0.0.1:{link.port}"
     source, sink, group = unique("in"), unique("out"), unique("g")
     for topic in (source, sink):
@@ -57,7 +45,8 @@ async def outage_run(link: FaultyLink, broker: TestingBroker, fault: str,
     builder = TopologyBuilder()
     builder.set_spout("kafka", KafkaSpout(source, bootstrap, group, commit_interval_secs=0.3,
                                           retry_backoff_secs=(0.2, 1.0), max_retries=1000,
-                                          outage_after_secs=2.0, **FAST_GROUP, **CLIENT))
+                                          outage_after_secs=2.0, buffer_size=buffer_size,
+                                          **FAST_GROUP, **CLIENT))
     builder.set_bolt("slow", Slow(0.02)).shuffle_grouping("kafka")
     builder.set_bolt("out", KafkaBolt(sink, bootstrap, key_field="key", value_field="value",
                                       outage_after_secs=2.0, **CLIENT)).shuffle_grouping("slow")
@@ -73,14 +62,26 @@ async def outage_run(link: FaultyLink, broker: TestingBroker, fault: str,
 
         await eventually(started, 30, "records flowing")
         getattr(link, fault)()
-        await asyncio.sleep(6)
+
+        def said(text: str) -> int:
+            return sum(text in r.getMessage() for r in caplog.records
+                       if r.name == "connectors.kafka")
+
+        async def both_warned() -> bool:  # the spout and the bolt
+            return said("Kafka broker unreachable") >= 2
+
+        await eventually(both_warned, 30, "the clients' outage warnings")
         link.heal()
 
         async def all_acked() -> bool:
             return cluster.stats("outage")["components"]["kafka"]["acked"] >= n
 
         await eventually(all_acked, 60, f"{n} records through after the outage")
-        await asyncio.sleep(1.5)  # one more watch round: the spout's fetches answered again
+
+        async def both_back() -> bool:
+            return said("reachable again") >= 2
+
+        await eventually(both_back, 30, "the clients' lines saying the broker is back")
         await cluster.kill_topology("outage", wait_secs=5)
     out = await read_all(bootstrap, sink)
     assert {r.value for r in out} == {b"v%d" % i for i in range(n)}  # nothing lost
@@ -108,4 +109,11 @@ async def test_a_refused_broker_is_one_warning_and_one_info_per_client(link, cap
 
 async def test_a_blackhole_is_detected_and_reported_the_same_way(link, caplog) -> None:
     lines = await outage_run(*link, "blackhole", caplog)
+    check_lines(lines, ["KafkaSpout 'kafka'", "KafkaBolt 'out'"])
+
+
+async def test_a_spout_with_every_partition_paused_reports_the_outage_too(link, caplog) -> None:
+    # A buffer of 10 records and 50 pending trees: once the outage fails the bolt's
+    # produces, every partition of the spout stays paused and no fetch can go unanswered.
+    lines = await outage_run(*link, "refuse", caplog, buffer_size=10)
     check_lines(lines, ["KafkaSpout 'kafka'", "KafkaBolt 'out'"])

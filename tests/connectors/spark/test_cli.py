@@ -61,7 +61,7 @@ def test_unreachable_broker_is_one_line_and_status_2_within_seconds() -> None:
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith(f"replay_failed: error: cannot reach Kafka at 127.0.0.1:{port} "
+    assert lines[0].startswith(f"replay_failed.py: error: cannot reach Kafka at 127.0.0.1:{port} "
                                "within 3 s")
     assert elapsed < 10
 
@@ -69,7 +69,7 @@ def test_unreachable_broker_is_one_line_and_status_2_within_seconds() -> None:
 def test_missing_failed_topic_is_status_2(kafka_broker) -> None:
     result = _run("--bootstrap-servers", kafka_broker.bootstrap, "--failed-topic", "nope-x1")
     assert result.returncode == 2
-    assert result.stderr == ("replay_failed: error: topic 'nope-x1' does not exist on the "
+    assert result.stderr == ("replay_failed.py: error: topic 'nope-x1' does not exist on the "
                              "broker\n")
 
 
@@ -80,17 +80,17 @@ def test_bad_arguments_are_status_2() -> None:
     result = _run("--bootstrap-servers", "h:1", "--failed-topic", "f",
                   "--max-offsets-per-task", "0")
     assert (result.returncode, result.stderr) == (
-        2, "replay_failed: error: --max-offsets-per-task must be at least 1\n")
+        2, "replay_failed.py: error: --max-offsets-per-task must be at least 1\n")
 
 
 def test_missing_java_is_one_line_and_status_2() -> None:
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     env["PATH"] = "/nonexistent"
     result = subprocess.run([sys.executable, str(SCRIPT), "--bootstrap-servers", "h:1",
-                             "--failed-topic", "f"], capture_output=True, text=True,
+                             "--failed-topic", "f", "--spark"], capture_output=True, text=True,
                             timeout=60, cwd="/", env=env)
     assert (result.returncode, result.stdout) == (2, "")
-    assert result.stderr == ("replay_failed: error: no Java found (Spark needs Java 17 or "
+    assert result.stderr == ("replay_failed.py: error: no Java found (Spark needs Java 17 or "
                              "later): set JAVA_HOME or put java on the PATH\n")
 
 
@@ -100,7 +100,7 @@ def test_a_sasl_user_needs_the_password_in_the_environment() -> None:
                              "--failed-topic", "f", "--sasl-username", "u"],
                             capture_output=True, text=True, timeout=60, cwd="/", env=env)
     assert (result.returncode, result.stderr) == (
-        2, "replay_failed: error: --sasl-username needs the password in "
+        2, "replay_failed.py: error: --sasl-username needs the password in "
            "$STORMLOOP_SASL_PASSWORD\n")
 
 
@@ -139,7 +139,7 @@ def test_spark_submit_runs_the_job_and_stdout_is_the_summary_alone(kafka_broker)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
     assert lines[0] == f"replay of {failed_topic!r} for group 'replay-failed'"
-    assert lines[-1].startswith("took ")
+    assert lines[-1].startswith("took ") and "Spark start-up" in lines[-1]  # not in process
     totals = dict(line.rsplit(None, 1) for line in lines[3:10])
     assert totals == {"  read": "14", "  malformed": "1", "  duplicates dropped": "0",
                       "  skipped: over 5 attempts": "1", "  skipped: value truncated": "1",

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 
 from connectors.spark.replay import REPLAY_HEADERS, ReplayOptions, run_replay
-from connectors.spark.summary import Malformed
+from connectors.spark.summary import Malformed, ReplaySummary
 from tests.connectors.spark.helpers import failed, produce, read_all, unique
 
 
@@ -85,11 +85,8 @@ def test_filters_and_target_topic(kafka_broker, spark) -> None:
     assert _values(bootstrap, target) == [b"v2", b"v4"]
 
 
-def test_every_fate_counted_once_across_writing_tasks(kafka_broker, spark) -> None:
-    bootstrap = kafka_broker.bootstrap
-    failed_topic, orders, group = unique("failed"), unique("orders"), unique("replay")
-    kafka_broker.create_topic_sync(failed_topic, partitions=2)
-    kafka_broker.create_topic_sync(orders)
+def _produce_every_fate(bootstrap: str, failed_topic: str, orders: str) -> None:
+    """63 records over two partitions, with every fate among them (see the test below)."""
     later = 1_800_000_000_000
     _produce(bootstrap, failed_topic, [
         *(failed(orders, i, reason="poison").to_json() for i in range(30)),
@@ -105,6 +102,14 @@ def test_every_fate_counted_once_across_writing_tasks(kafka_broker, spark) -> No
         failed(orders, 31, reason="timeout").to_json(),
         *(b"junk %d" % i for i in range(12, 25)),
     ], partition=1)
+
+
+def test_every_fate_counted_once_across_writing_tasks(kafka_broker, spark) -> None:
+    bootstrap = kafka_broker.bootstrap
+    failed_topic, orders, group = unique("failed"), unique("orders"), unique("replay")
+    kafka_broker.create_topic_sync(failed_topic, partitions=2)
+    kafka_broker.create_topic_sync(orders)
+    _produce_every_fate(bootstrap, failed_topic, orders)
     options = ReplayOptions(bootstrap, failed_topic, group_id=group, reasons=("poison",))
     replayed = [*range(5), *range(6, 30)]
 
@@ -128,6 +133,28 @@ def test_every_fate_counted_once_across_writing_tasks(kafka_broker, spark) -> No
     assert sorted(r.value for r in records) == sorted(b"v%d" % o for o in replayed)
     attempts = {r.value: dict(r.headers)[REPLAY_HEADERS[3]] for r in records}
     assert attempts[b"v2"] == b"5" and attempts[b"v7"] == b"4"
+
+    # The same input in process, without Spark: the same outcome, the same records.
+    in_process = dataclasses.replace(options, group_id=unique("replay"), in_process=True)
+    local_dry = run_replay(dataclasses.replace(in_process, dry_run=True))
+    assert local_dry.in_process and not dry.in_process
+    assert _outcome(local_dry) == _outcome(dry)
+    local_target = unique("orders-local")
+    kafka_broker.create_topic_sync(local_target)
+    local = run_replay(dataclasses.replace(in_process, target_topic=local_target))
+    assert (local.spark_startup_s, local.by_topic) == (None, {(orders, local_target): 29})
+    assert _outcome(local, "by_topic", "planned_samples") == _outcome(
+        done, "by_topic", "planned_samples")
+    written = asyncio.run(read_all(bootstrap, local_target))
+    assert sorted((r.key, r.value, r.headers) for r in written) == sorted(
+        (r.key, r.value, r.headers) for r in records)
+    assert run_replay(dataclasses.replace(in_process, target_topic=local_target)).read == 0
+
+
+def _outcome(summary: ReplaySummary, *leaving_out: str) -> dict[str, object]:
+    """What a run found and did, without its timing, group and engine."""
+    skip = {"group_id", "spark_startup_s", "in_process", "phases", "elapsed_s", *leaving_out}
+    return {k: v for k, v in dataclasses.asdict(summary).items() if k not in skip}
 
 
 def test_writes_stay_under_the_rate_limit(kafka_broker, spark) -> None:

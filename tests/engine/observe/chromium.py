@@ -11,14 +11,19 @@ import asyncio
 import base64
 import contextlib
 import itertools
+import os
 import re
 import shutil
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-__all__ = ["Chromium", "Page"]
+__all__ = ["SCREENSHOTS_ENV", "Chromium", "Page", "save_screenshot"]
+
+SCREENSHOTS_ENV = "STORMLOOP_SCREENSHOTS"
+"""A directory named here receives the PNGs browser tests take, to look at by eye."""
 
 _BINARIES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -157,3 +162,15 @@ class Chromium:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def save_screenshot(name: str, png: bytes) -> Path | None:
+    """Write ``png`` as ``name`` into the ``STORMLOOP_SCREENSHOTS`` directory when that is
+    set; the path written, or ``None``."""
+    folder = os.environ.get(SCREENSHOTS_ENV)
+    if not folder:
+        return None
+    path = Path(folder) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png)
+    return path

@@ -7,8 +7,8 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from engine import Bolt, Config, Spout, Topology, TopologyBuilder
-from engine.testing import FeederSpout
+from engine import Bolt, Config, LocalCluster, Spout, Topology, TopologyBuilder
+from engine.testing import FeederSpout, wait_until
 from topologies.word_count import build as build_word_count
 
 
@@ -84,6 +84,19 @@ async def get_json(url: str) -> tuple[int, Any]:
         return resp.status, await resp.json()
 
 
+async def scrape_finished_word_count(sentences: int, repeat: int) -> dict[str, Any]:
+    """``/metrics`` of a word count run to its end, parsed."""
+    conf, topology = word_count(sentences=sentences, repeat=repeat)
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("wc", conf, topology)
+        await wait_until(lambda: cluster.finished("wc"))
+        server = await cluster.serve_http()
+        try:
+            return await scrape(server.url)
+        finally:
+            await server.close()
+
+
 async def scrape(url: str) -> dict[str, Any]:
     """``/metrics`` parsed by prometheus_client: ``{family name: family}``."""
     status, body = await get(url + "metrics")
@@ -98,3 +111,62 @@ def sample(families: dict[str, Any], family: str, **labels: str) -> float:
              and not s.name.endswith("_created")]
     assert len(found) == 1, f"{family} {labels}: {len(found)} samples"
     return found[0]
+
+
+class Endless(Spout):
+    """Emits ``[n]`` for n = 0, 1, 2 ... as tracked tuples, for as long as it runs."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["n"])
+
+    def open(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def next_tuple(self) -> None:
+        self.n += 1
+        self.collector.emit([self.n], msg_id=self.n)
+
+
+class Relay(Bolt):
+    """Passes each tuple on, anchored; fails (instead) those where ``fails(n)`` holds."""
+
+    def __init__(self, fails: Any = None) -> None:
+        self.fails = fails
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["n"])
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def execute(self, tup: Any) -> None:
+        if self.fails is not None and self.fails(tup[0]):
+            self.collector.fail(tup)
+            return
+        self.collector.emit([tup[0]], anchors=[tup])
+        self.collector.ack(tup)
+
+
+LONG_NAME = "join-orders-with-payments-by-customer-and-day"
+ALARMED = "fraud-check"
+
+
+def pipeline() -> tuple[Config, Topology]:
+    """Eight components in five stages, some with long names; ``fraud-check`` fails five
+    tuples in six (83 %). Its spouts never run out."""
+    b = TopologyBuilder()
+    b.set_spout("orders-from-the-web-shop", Endless())
+    b.set_spout("payments", Endless())
+    b.set_bolt("parse-and-validate-order-json", Relay()).shuffle_grouping(
+        "orders-from-the-web-shop")
+    b.set_bolt("enrich-payment", Relay()).shuffle_grouping("payments")
+    b.set_bolt(LONG_NAME, Relay(), 2).fields_grouping(
+        "parse-and-validate-order-json", ["n"]).fields_grouping("enrich-payment", ["n"])
+    b.set_bolt(ALARMED, Relay(fails=lambda n: n % 6 != 0)).shuffle_grouping(LONG_NAME)
+    b.set_bolt("totals", Relay()).shuffle_grouping(LONG_NAME)
+    b.set_bolt("write-to-the-warehouse-sink", Relay()).shuffle_grouping(ALARMED) \
+        .shuffle_grouping("totals")
+    return Config({"topology.max.spout.pending": 200}), b.create_topology()

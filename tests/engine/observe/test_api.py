@@ -6,7 +6,7 @@ import json
 
 from engine import Config, LocalCluster, TopologyBuilder
 from engine.testing import CaptureBolt, FeederSpout, wait_until
-from tests.engine.observe.helpers import get_json, judged, word_count
+from tests.engine.observe.helpers import get, get_json, judged, word_count
 
 SPOUT_FIELDS = {"spoutId", "executors", "tasks", "emitted", "transferred", "completeLatency",
                 "acked", "failed", "lastError", "timedOut", "pending", "inFlightLimit"}
@@ -51,8 +51,16 @@ async def test_topology_view_has_storm_ui_fields_for_every_window() -> None:
         assert 0 < bolt["executeLatency"] <= bolt["processLatency"]
     assert bolts["split"]["executed"] == 400 and bolts["split"]["emitted"] == 4000
     assert bolts["split"]["transferred"] == 4000 and bolts["count"]["executed"] == 4000
-    # Every window of a young topology spans all of it.
+    # Every window of a young topology spans all of it, and says so.
     assert view["topologyStats"][0]["acked"] == view["topologyStats"][2]["acked"] == 400
+    assert [s["sameAsAllTime"] for s in view["topologyStats"]] == [True, True, False]
+    # Nothing failed: no failures to speak of, and the pending figures agree when idle.
+    assert spout["failedRatio"] == 0 and bolts["split"]["failedRatio"] == 0
+    assert view["spoutPending"] == spout["pending"] == 0
+    assert set(view["rates"]) == {"windowSecs", "emittedPerSec", "ackedPerSec",
+                                  "failedPerSec"}
+    assert {"emittedPerSec", "ackedPerSec", "failedPerSec"} <= set(spout)
+    assert {"executedPerSec", "ackedPerSec", "failedPerSec"} <= set(bolts["count"])
 
 
 async def test_component_view_lists_recent_errors_with_traceback() -> None:
@@ -62,7 +70,7 @@ async def test_component_view_lists_recent_errors_with_traceback() -> None:
     async with LocalCluster() as cluster:
         await cluster.submit_topology("j", Config(), judged(spout))
         await wait_until(lambda: len(spout.events) == 3)
-        server = await cluster.serve_http()
+        server = await cluster.serve_http(show_errors=True)
         try:
             status, comp = await get_json(server.url + "api/v1/topology/j/component/judge")
             _, view = await get_json(server.url + "api/v1/topology/j")
@@ -78,6 +86,40 @@ async def test_component_view_lists_recent_errors_with_traceback() -> None:
     assert comp["lastError"] == "ValueError: boom 2"
     assert view["bolts"][0]["lastError"] == "ValueError: boom 2"
     assert view["errors"][0]["component"] == "judge"
+
+
+SECRET = "hunter2"
+ROUTES = ("", "metrics", "api/v1/topologies", "api/v1/topology/j",
+          "api/v1/topology/j/component/judge", "api/v1/topology/j/graph.svg")
+
+
+async def test_error_texts_and_tracebacks_are_served_only_when_asked() -> None:
+    spout = FeederSpout(["verdict", "n"])
+    spout.feed(["boom", f"password={SECRET}"], msg_id=1)
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("j", Config(), judged(spout))
+        await wait_until(lambda: len(spout.events) == 1)
+        server = await cluster.serve_http()
+        try:
+            bodies = [(await get(server.url + path))[1] for path in ROUTES]
+            _, comp = await get_json(server.url + "api/v1/topology/j/component/judge")
+            _, view = await get_json(server.url + "api/v1/topology/j")
+        finally:
+            await server.close()
+        assert not [path for path, body in zip(ROUTES, bodies, strict=True)
+                    if SECRET in body or "Traceback" in body]
+        assert comp["lastError"] == view["bolts"][0]["lastError"] == "ValueError"
+        assert [(e["error"], e["traceback"]) for e in comp["componentErrors"]] == [
+            ("ValueError", None)]
+        assert (view["errors"][0]["error"], view["errors"][0]["traceback"]) == (
+            "ValueError", None)
+        shown = await cluster.serve_http(show_errors=True)
+        try:
+            _, full = await get_json(shown.url + "api/v1/topology/j/component/judge")
+        finally:
+            await shown.close()
+    assert full["lastError"] == f"ValueError: boom password={SECRET}"
+    assert "raise ValueError" in full["componentErrors"][0]["traceback"]
 
 
 async def test_bad_window_and_unknown_names_get_one_line_errors() -> None:

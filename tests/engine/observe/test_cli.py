@@ -47,6 +47,14 @@ async def wait_until_ready(url: str) -> None:
     raise AssertionError("never ready")
 
 
+def test_error_texts_are_served_over_http_only_with_the_flag() -> None:
+    from engine.cli import _parser
+
+    assert not _parser().parse_args(["run", "t.py", "--http", "0"]).http_show_errors
+    assert _parser().parse_args(["run", "t.py", "--http", "0",
+                                 "--http-show-errors"]).http_show_errors
+
+
 def test_bad_http_address_is_a_usage_error() -> None:
     proc = subprocess.run([sys.executable, "-m", "engine", "run", "topologies/word_count.py",
                            "--http", "localhost:http"], cwd=ROOT, capture_output=True,

@@ -14,6 +14,7 @@ from tests.engine.observe.helpers import (
     judged,
     sample,
     scrape,
+    scrape_finished_word_count,
     word_count,
 )
 
@@ -55,21 +56,20 @@ async def test_acked_counters_agree_with_stats_while_word_count_runs() -> None:
 
 
 async def test_every_family_is_prefixed_and_counters_end_in_total() -> None:
-    conf, topology = word_count(sentences=50, repeat=1)
-    async with LocalCluster() as cluster:
-        await cluster.submit_topology("wc", conf, topology)
-        await wait_until(lambda: cluster.finished("wc"))
-        server = await cluster.serve_http()
-        try:
-            families = await scrape(server.url)
-        finally:
-            await server.close()
+    families = await scrape_finished_word_count(sentences=50, repeat=1)
     for name, family in families.items():
-        assert name.startswith("stormloop_")
+        assert name.startswith(("stormloop_", "process_", "python_")), name
         if family.type == "counter":
             assert all(s.name.endswith(("_total", "_created")) for s in family.samples)
         if "latency" in name:
-            assert name.endswith("_seconds") and family.type == "summary"
+            assert name.endswith("_seconds") and family.type == "histogram"
+        assert family.samples, f"{name} has no series"
+    # The standard collectors beside the engine's own.
+    for needed in ("process_cpu_seconds", "process_resident_memory_bytes", "python_info",
+                   "python_gc_collections"):
+        assert families[needed].samples, needed
+    # No Kafka in this topology: no Kafka families, not even empty ones.
+    assert not [name for name in families if name.startswith("stormloop_kafka_")]
     for needed in ("stormloop_tuples_emitted", "stormloop_tuples_transferred",
                    "stormloop_tuples_executed", "stormloop_tuples_acked",
                    "stormloop_tuples_failed", "stormloop_complete_latency_seconds",
@@ -82,9 +82,13 @@ async def test_every_family_is_prefixed_and_counters_end_in_total() -> None:
     execute = [s for s in families["stormloop_execute_latency_seconds"].samples
                if s.labels["component"] == "count" and s.name.endswith("_count")]
     assert sum(s.value for s in execute) == words
-    quantiles = {s.labels.get("quantile") for s in
-                 families["stormloop_complete_latency_seconds"].samples}
-    assert {"0.5", "0.99"} <= quantiles
+    complete = families["stormloop_complete_latency_seconds"].samples
+    buckets = [s for s in complete if s.name.endswith("_bucket")]
+    counts = [s.value for s in buckets]
+    assert buckets[-1].labels["le"] == "+Inf" and counts == sorted(counts)  # cumulative
+    assert counts[-1] == sample(families, "stormloop_complete_latency_seconds",
+                                topology="wc", le="+Inf")
+    assert counts[-1] == next(s.value for s in complete if s.name.endswith("_count")) > 0
     # Flow control's limit in force, under the max.spout.pending cap.
     assert 0 < sample(families, "stormloop_in_flight_limit", topology="wc",
                       component="sentences") <= 500
@@ -116,6 +120,10 @@ async def test_timeouts_explicit_fails_and_errors_have_their_own_reason() -> Non
         assert (failed("explicit"), failed("error")) == (3, 2)
     assert sample(families, "stormloop_tuples_acked", topology="judged", component="feed") == 5
     assert sample(families, "stormloop_errors", topology="judged", component="judge") == 2
+    # The acker fails trees itself only by timing them out: its one series counts those.
+    acker = [(s.labels["reason"], s.value) for s in families["stormloop_tuples_failed"].samples
+             if s.labels["component"] == "__acker" and s.name.endswith("_total")]
+    assert acker == [("timeout", 4)]
 
 
 async def test_kafka_partition_figures_come_from_metrics_and_a_broken_one_is_left_out(
@@ -133,8 +141,9 @@ async def test_kafka_partition_figures_come_from_metrics_and_a_broken_one_is_lef
                 await scrape(server.url)
         finally:
             await server.close()
-    labels = {"topology": "k", "component": "kafka", "task": "1", "topic": "sentences",
-              "partition": "0"}
+    labels = {"topology": "k", "component": "kafka", "topic": "sentences", "partition": "0"}
+    # A partition's series carry no task: they keep their identity across a rebalance.
+    assert "task" not in families["stormloop_kafka_partition_lag"].samples[0].labels
     assert sample(families, "stormloop_kafka_partition_lag", **labels) == 30
     assert sample(families, "stormloop_kafka_committed_offset", **labels) == 90
     assert sample(families, "stormloop_kafka_high_watermark", **labels) == 120
@@ -144,3 +153,20 @@ async def test_kafka_partition_figures_come_from_metrics_and_a_broken_one_is_lef
     assert len(warnings) == 1  # throttled: two scrapes, one line
     assert "'broken'" in warnings[0].getMessage()
     assert "RuntimeError: no figures today" in warnings[0].getMessage()
+
+
+async def test_latency_histograms_of_two_processes_add_up() -> None:
+    """Two runs stand for two worker processes: their buckets, sums and counts add up to
+    a histogram of the same shape, which summaries' quantiles could not."""
+    scraped = [await scrape_finished_word_count(sentences=40, repeat=1) for _ in range(2)]
+
+    def series(families: dict[str, Any]) -> dict[tuple[str, str], float]:
+        return {(s.name, s.labels.get("le", "")): s.value
+                for s in families["stormloop_execute_latency_seconds"].samples
+                if s.labels["component"] == "split"}
+
+    first, second = (series(f) for f in scraped)
+    assert first.keys() == second.keys()
+    summed = {key: first[key] + second[key] for key in first}
+    assert summed[("stormloop_execute_latency_seconds_count", "")] == 80
+    assert summed[("stormloop_execute_latency_seconds_bucket", "+Inf")] == 80

@@ -116,8 +116,9 @@ async def test_an_idle_connection_is_closed_after_the_idle_timeout(monkeypatch) 
         server = await cluster.serve_http()
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-            writer.write(b"GET /healthz HTTP/1.1\r\n")  # and then nothing more
-            assert await asyncio.wait_for(reader.read(), 5) == b""
+            writer.write(b"GET /healthz HTTP/1.1\r\n\r\n")  # and then nothing more
+            answer = await asyncio.wait_for(reader.read(), 5)  # the answer, then the close
+            assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b"ok\n")
             writer.close()
         finally:
             await server.close()

@@ -37,7 +37,7 @@ def test_nodes_and_labelled_edges() -> None:
     nodes = {g.get("data-component"): g.get("class")
              for g in doc.iter("{http://www.w3.org/2000/svg}g") if g.get("data-component")}
     assert nodes == {"sentences": "node spout", "split": "node bolt", "count": "node bolt"}
-    labels = [t.text for t in doc.findall(".//s:g[@class='edge']/s:text", NS)]
+    labels = ["".join(t.itertext()) for t in doc.findall(".//s:g[@class='edge']/s:text", NS)]
     assert labels == ["default · shuffle", "default · fields(word)"]
 
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from engine.observe.windows import ALL_TIME, WindowRings, parse_window, window_label
+from engine.observe.windows import (
+    ALL_TIME,
+    RATE_WINDOW,
+    WindowRings,
+    parse_window,
+    window_label,
+)
 
 
 def test_a_young_topology_windows_span_its_whole_life() -> None:
@@ -56,3 +62,15 @@ def test_window_names() -> None:
         parse_window("5")
     assert [window_label(w) for w in ("600", "10800", ALL_TIME)] == [
         "10m 0s", "3h 0m 0s", "All time"]
+
+
+def test_rates_come_from_the_last_minute() -> None:
+    rings = WindowRings(started=0.0)
+    assert rings.delta(RATE_WINDOW, 0.5, {"acked": 5}).per_sec("acked") is None  # < 1 s
+    # 100 acks a second for five minutes, then 10 a second for two.
+    for t in range(0, 420, 5):
+        rings.offer(float(t), {"acked": 100 * min(t, 300) + 10 * max(t - 300, 0)})
+    rate = rings.delta(RATE_WINDOW, 420.0, {"acked": 30000 + 1200})
+    assert 60 <= rate.elapsed <= 65  # one 5 s bucket of slack
+    assert rate.per_sec("acked") == 10.0
+    assert rings.delta("600", 420.0, {"acked": 31200}).per_sec("acked") < 100

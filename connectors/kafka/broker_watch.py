@@ -1,0 +1,119 @@
+"""What a Kafka spout task watches to see a broker outage: its fetches, or a probe of its own
+while nothing fetches.
+
+A fetch answers every partition it asks for, records or not (aiokafka's
+``last_poll_timestamp`` moves), so a fetching partition whose timestamp stands still for
+``after`` seconds is a stall (a blackhole), and one that moves means the broker answers.
+A paused partition is not fetched at all, and a spout pauses every partition exactly when
+an outage hits it hardest: its pending trees at the limit (the sink is down, or slow) and
+its buffer full. While nothing fetches, the watch therefore sends a small request of its
+own, ListOffsets "earliest" for the assigned partitions (it goes to their leaders, the
+brokers the fetches would go to; the answer's offsets are not used): every ``probe_every``
+seconds while the broker answers, every look while it does not. Its error, or its silence
+for ``after`` seconds, is an outage; its answer ends one. A task with no partitions
+assigned has nothing to watch (the group coordinator's own errors are aiokafka's lines).
+
+Every line goes through the task's ``Outage``: one WARNING when an outage starts, one INFO
+with its length when it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from connectors.kafka.kafka_errors import describe, is_outage
+from connectors.kafka.outage import Outage, StallWatch
+
+__all__ = ["BrokerWatch", "FetchAnswers"]
+
+
+class FetchAnswers:
+    """Whether any fetch was answered between two looks at the partitions' last-fetch
+    timestamps (pure: the timestamps are the argument)."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: Mapping[Any, int | None] = {}
+
+    def moved(self, polls: Mapping[Any, int | None]) -> bool:
+        """True if a partition's timestamp is set and differs from the previous look's."""
+        seen, self._seen = self._seen, polls
+        return any(ts is not None and ts != seen.get(tp) for tp, ts in polls.items())
+
+
+class BrokerWatch:
+    """One spout task's outage watch; ``look`` is called about once a second.
+
+    Guarantees: a fetch unanswered for ``after`` seconds, or a probe that fails or stays
+    unanswered for ``after`` seconds, calls ``outage.down`` (one WARNING per outage); a fetch
+    or probe answered afterwards calls ``outage.up`` (one INFO). At most one probe is
+    outstanding; ``close`` cancels it.
+    """
+
+    def __init__(self, consumer: AIOKafkaConsumer, outage: Outage, after: float,
+                 probe_every: float) -> None:
+        self._consumer = consumer
+        self._outage = outage
+        self._after = after
+        self._probe_every = probe_every
+        self._answers = FetchAnswers()
+        self._stall = StallWatch()
+        self._probe: asyncio.Task[Any] | None = None
+        self._probe_since = 0.0
+        self._next_probe = 0.0
+
+    def look(self, now: float, halted: bool) -> None:
+        """Compare the fetches with the last look; probe if nothing fetches."""
+        consumer = self._consumer
+        try:
+            assigned = consumer.assignment()
+            fetching = assigned - consumer.paused()
+            polls = {tp: consumer.last_poll_timestamp(tp) for tp in assigned}
+        except AssertionError:
+            return  # a rebalance ran between the calls: look again next time
+        if self._answers.moved(polls):
+            self._outage.up(now)
+        marker = tuple(sorted((tp, polls[tp]) for tp in fetching))
+        still = self._stall.check(marker, bool(fetching) and not halted, now)
+        if still >= self._after:
+            self._outage.down(now - still, f"no fetch answered for {still:.0f} s")
+        self._look_at_probe(now, () if fetching or halted else assigned)
+
+    def _look_at_probe(self, now: float, idle: Collection[TopicPartition]) -> None:
+        probe = self._probe
+        if probe is None:
+            if idle and now >= self._next_probe:
+                self._probe_since = now
+                self._probe = asyncio.ensure_future(
+                    self._consumer.beginning_offsets(sorted(idle)))
+            return
+        if not probe.done():
+            silent = now - self._probe_since
+            if silent >= self._after:
+                self._outage.down(self._probe_since,
+                                  f"no answer for {silent:.0f} s to a probe sent while "
+                                  f"every partition is paused")
+            return
+        self._probe = None
+        exc = None if probe.cancelled() else probe.exception()
+        if exc is None:
+            self._outage.up(now)
+        elif is_outage(exc):
+            self._outage.down(self._probe_since, describe(exc))
+        # Any other error is an answer from a reachable broker: neither line.
+        down = self._outage.down_since is not None
+        self._next_probe = now if down else now + self._probe_every
+
+    async def close(self) -> None:
+        """Cancel the outstanding probe, if any, and wait for it to end."""
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            probe.cancel()
+            with contextlib.suppress(BaseException):
+                await probe
