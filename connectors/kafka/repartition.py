@@ -5,8 +5,10 @@ With ``topology.workers`` above 1 the engine replaces a fields grouping downstre
 
 - ``RepartitionWriter``, a ``KafkaBolt`` that writes each tuple to the topic
   ``<group>-<bolt>-repartition`` as one record: the key is the grouping fields' value (UTF-8
-  text for one field, a JSON array for several), the value a JSON array of the tuple's
-  values, the partition Kafka's default one (murmur2 of the key). A tuple is acked once the
+  text for one field, a MessagePack array for several), the value a MessagePack array of
+  the tuple's values (``None``, booleans, numbers, text, bytes, lists, tuples and dicts of
+  them; a tuple comes back as a list), the partition Kafka's default one (murmur2 of the
+  key). A tuple is acked once the
   broker confirmed its record, failed with the produce error otherwise: the upstream tree
   completes when the hop has the record.
 - ``RepartitionSpout``, a ``KafkaSpout`` on that topic in the upstream spout's group, with
@@ -24,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
+import msgspec
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
@@ -45,6 +47,9 @@ __all__ = [
     "hop",
     "topic_name",
 ]
+
+_pack = msgspec.msgpack.Encoder().encode
+_unpack = msgspec.msgpack.Decoder().decode
 
 RETENTION_MS = 7 * 24 * 3600 * 1000
 """How long a repartition record is kept: a reader further behind than this loses records."""
@@ -154,7 +159,7 @@ class RepartitionWriter(KafkaBolt):
                  fields: Sequence[str]) -> None:
         options = {**client_options.shared(spout.consumer_options),
                    "partitioner": KeyPartitions()}
-        super().__init__(topic, spout.bootstrap_servers, value_format="json",
+        super().__init__(topic, spout.bootstrap_servers, value_format="bytes",
                          log_throttle_secs=spout.log_throttle_secs,
                          outage_after_secs=spout.outage_after_secs, **options)
         self._spout = spout
@@ -175,12 +180,12 @@ class RepartitionWriter(KafkaBolt):
             value = values[at[0]]
             key = b"null" if value is None else encode_key(value)
         else:
-            key = orjson.dumps([values[i] for i in at])
-        return key, orjson.dumps(values)
+            key = _pack([values[i] for i in at])
+        return key, _pack(values)
 
 
 class _Rows:
-    """Decodes a repartition record's value (a JSON array) into the tuple's values."""
+    """Decodes a repartition record's value (a MessagePack array) into the tuple's values."""
 
     __slots__ = ("_n",)
 
@@ -189,20 +194,20 @@ class _Rows:
 
     def __call__(self, record: Any) -> list[Any]:
         try:
-            values = orjson.loads(record.value)
-        except orjson.JSONDecodeError as exc:
-            raise DecodeError(f"repartition value is not valid JSON: {exc}") from None
+            values = _unpack(record.value)
+        except (msgspec.DecodeError, TypeError) as exc:
+            raise DecodeError(f"repartition value is not MessagePack: {exc}") from None
         if type(values) is not list or len(values) != self._n:
-            raise DecodeError(f"repartition value is not a JSON array of {self._n} values")
+            raise DecodeError(f"repartition value is not an array of {self._n} values")
         return values
 
     def many(self, records: list[Any]) -> list[list[Any]]:
         """Every record's values; raises ``DecodeError`` if any is not a row (the fetcher
         then decodes them one by one, to name each bad record)."""
-        loads, n = orjson.loads, self._n
+        unpack, n = _unpack, self._n
         try:
-            rows = [loads(r.value) for r in records]
-        except orjson.JSONDecodeError as exc:
+            rows = [unpack(r.value) for r in records]
+        except (msgspec.DecodeError, TypeError) as exc:
             raise DecodeError(str(exc)) from None
         for row in rows:
             if type(row) is not list or len(row) != n:

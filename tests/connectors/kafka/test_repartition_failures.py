@@ -9,8 +9,10 @@ reader spout, with the downstream reason, and its offset is committed only then.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
+import msgspec
 from aiokafka import AIOKafkaProducer
 
 from connectors.kafka import KafkaSpout
@@ -82,21 +84,23 @@ async def test_failures_on_both_sides_of_the_hop(kafka_broker) -> None:
         async def done() -> bool:
             if await committed(bootstrap, group, source) != ends:
                 return False
-            # 10 words, and "too" again with the retry of its sentence (at least once)
-            return sum((await committed(bootstrap, group, hop)).values()) == 11
+            # 10 words, "too" again with the retry of its sentence, and whatever a
+            # rebalance while the group forms has read again (at least once)
+            return await committed(bootstrap, group, hop) == await high_watermarks(
+                bootstrap, hop) and sum((await committed(bootstrap, group, hop)).values()) >= 11
 
         await eventually(done, 60, "both sides committed to the end")
         stats = cluster.stats("hop-failures")["components"]
         await cluster.kill_topology("hop-failures", wait_secs=5)
-    assert sorted(Count.seen) == sorted(
-        "good words here one word too too more good words".split())
+    expected = Counter("good words here one word too too more good words".split())
+    assert set(Count.seen) == set(expected) and Counter(Count.seen) >= expected, Count.seen
     records = [FailedRecord.from_json(r.value) for r in await read_all(bootstrap, failed)]
     by_topic = {r.topic: r for r in records}
-    assert sorted(by_topic) == sorted([source, hop]) and len(records) == 2, records
+    assert sorted(by_topic) == sorted([source, hop]), records
     upstream, downstream = by_topic[source], by_topic[hop]
     assert upstream.value.startswith(b"too ")
     assert "MessageSizeTooLarge" in upstream.reason, upstream.reason
     assert upstream.failed_by == writer_id("count")
     assert "bad word" in downstream.reason and downstream.failed_by == "count"
-    assert downstream.value == b'["bad"]'
+    assert msgspec.msgpack.decode(downstream.value) == ["bad"]
     assert stats[reader_id("count")]["emitted"] >= 10
