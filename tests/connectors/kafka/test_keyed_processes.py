@@ -21,11 +21,19 @@ from pathlib import Path
 import pytest
 
 from connectors.kafka.repartition import topic_name
-from tests.connectors.kafka.helpers import eventually, produce, read_all, unique
+from tests.connectors.kafka.helpers import (
+    committed,
+    eventually,
+    high_watermarks,
+    produce,
+    read_all,
+    unique,
+)
 from tests.engine.test_supervisor import Supervised, supervised  # noqa: F401 (fixture)
 
 REPO = Path(__file__).resolve().parents[3]
 WORD_COUNT = REPO / "topologies" / "kafka_word_count.py"
+RELAY = REPO / "tests" / "connectors" / "kafka" / "relay_topology.py"
 _ASSIGNED = re.compile(r"(?:\[worker (\d+)\] )?\S+ connectors\.kafka: partitions (assigned|"
                        r"revoked): (.*)")
 _TP = re.compile(r"topic='([^']+)', partition=(\d+)")
@@ -33,12 +41,14 @@ WORDS = [f"w{i:02d}" for i in range(40)]
 
 
 class Run(Supervised):
-    """One ``python -m engine run`` of the Kafka word count, output in a log file."""
+    """One ``python -m engine run`` of the Kafka word count (or ``file``), output in a log
+    file."""
 
-    def __init__(self, log: Path, conf: dict[str, object], *extra: str) -> None:
+    def __init__(self, log: Path, conf: dict[str, object], *extra: str,
+                 file: Path = WORD_COUNT) -> None:
         self.log = log
-        args = [sys.executable, "-m", "engine", "run", str(WORD_COUNT), "--status-interval",
-                "1", *extra]
+        args = [sys.executable, "-m", "engine", "run", str(file), "--status-interval", "1",
+                *extra]
         for key, value in conf.items():
             args += ["--conf", f"{key}={value}"]
         with log.open("wb") as out:
@@ -203,3 +213,47 @@ async def test_member_not_alone_with_one_worker_logs_split_results(kafka_broker,
         assert len(lines) == 1 and lines[0].startswith("ERROR"), lines
         assert "topology.workers" in lines[0], lines[0]
         assert run.stop() == 0
+
+
+async def test_a_killed_member_loses_nothing_across_the_hop(kafka_broker, runs,
+                                                            tmp_path) -> None:
+    """Keyed relay in two processes (topology.workers=2); one is SIGKILLed mid-stream: the
+    survivor takes over both topics' partitions and every input reaches the sink."""
+    bootstrap = kafka_broker.bootstrap
+    source, sink, group = unique("in"), unique("out"), unique("g")
+    await kafka_broker.create_topic(source, 4)
+    await kafka_broker.create_topic(sink, 4)
+    n = 3000
+    await produce(bootstrap, source, [(f"k{i % 97}".encode(), f"r{i}".encode())
+                                      for i in range(n)])
+    conf = {"kafka.bootstrap.servers": bootstrap, "relay.source": source, "relay.sink": sink,
+            "relay.group": group, "relay.delay.secs": 0.005, "relay.keyed": "true",
+            "topology.workers": 2}
+    hop = topic_name(group, "relay")
+    a, b = (Run(tmp_path / f"{name}.log", conf, file=RELAY) for name in ("a", "b"))
+    runs += [a, b]
+    await wait_split(runs, [source, hop], 2, 4)
+
+    async def some_relayed() -> bool:
+        return sum(o or 0 for o in (await committed(bootstrap, group, hop)).values()) >= n // 5
+
+    await eventually(some_relayed, 60, "a fifth of the records relayed")
+    a.proc.kill()
+    a.proc.wait(10)
+    at_kill = await committed(bootstrap, group, hop)
+    assert sum(o or 0 for o in at_kill.values()) < n, "killed too late to test a takeover"
+
+    async def all_committed() -> bool:
+        if await committed(bootstrap, group, source) != await high_watermarks(bootstrap,
+                                                                              source):
+            return False
+        return await committed(bootstrap, group, hop) == await high_watermarks(bootstrap, hop)
+
+    try:
+        await eventually(all_committed, 90, "the survivor to commit both topics to the end")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{b.text()[-4000:]}") from None
+    assert b.stop() == 0, b.text()[-3000:]
+    copies = Counter(r.value for r in await read_all(bootstrap, sink))
+    missing = {f"r{i}".encode() for i in range(n)} - set(copies)
+    assert not missing, f"{len(missing)} inputs never reached the sink, e.g. {sorted(missing)[:5]}"
