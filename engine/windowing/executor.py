@@ -180,24 +180,34 @@ class WindowedBoltExecutor(Bolt):
     def add(self, tup: Tuple) -> None:
         """Stamp ``tup`` and queue it, or send it off as late."""
         now = self.now_ms()
+        ts = self.stamp(tup, now)
+        if ts is not None:
+            self.manager.add(tup, ts, now)
+
+    def stamp(self, tup: Tuple, now: int) -> int | None:
+        """``tup``'s timestamp: ``now`` by processing time, else its event time; None when
+        it is late (then it is sent off and acked here)."""
         if self._extract is None:
-            self.manager.add(tup, now, now)
-            return
+            return now
         ts = self._extract(tup)
-        if not isinstance(ts, int) or isinstance(ts, bool):
+        if type(ts) is not int and (not isinstance(ts, int) or isinstance(ts, bool)):
             raise TypeError(f"{self.name}: event time of {tup!r} is {ts!r}; timestamps must "
                             f"be int milliseconds")
         assert self.watermarks is not None
         self._fresh = True
         if self.watermarks.track((tup.source_component, tup.source_stream), ts):
-            self.manager.add(tup, ts, now)
-            return
+            return ts
+        self._late(tup, ts)
+        return None
+
+    def _late(self, tup: Tuple, ts: int) -> None:
         stream = self.spec.late_tuple_stream
         if stream is not None:
             self.out.emit([DetachedTuple.of(tup)], tup, stream)
         else:
             self.late += 1
             if self.late & (self.late - 1) == 0:  # 1st, 2nd, 4th, 8th, ...: throttled
+                assert self.watermarks is not None
                 log.info("%s: late tuple %r stamped %d, before the watermark %d; not "
                          "processed (%d late so far; with_lag(...) allows more disorder)",
                          self.name, tup, ts, self.watermarks.last_watermark, self.late)
@@ -313,10 +323,28 @@ class WindowedBoltExecutor(Bolt):
 class SyncWindowedBoltExecutor(WindowedBoltExecutor):
     """For a plain ``def execute(window)``: everything runs without awaiting."""
 
+    executes_batches = True  # the bolt executor hands it whole queue batches
+
     def execute(self, tup: Tuple) -> None:
-        if tup.is_tick():
-            return
-        self.add(tup)
+        self.execute_batch((tup,))
+
+    def execute_batch(self, batch: list[Tuple] | tuple[Tuple, ...]) -> None:
+        """``execute`` each tuple of a queue batch: all are stamped with one reading of
+        the clock and queued in one call; the window's outputs are acted on after them."""
+        now = self.now_ms()
+        items: list[Tuple] = []
+        stamps: list[int] = []
+        stamp = self.stamp
+        for tup in batch:
+            try:
+                ts = None if tup.is_tick() else stamp(tup, now)
+            except BaseException as exc:
+                fail_on_error(self.out, exc, (tup,))
+                continue
+            if ts is not None:
+                items.append(tup)
+                stamps.append(ts)
+        self.manager.add_all(items, stamps, now)
         self.drain()
 
     def drain(self) -> None:
