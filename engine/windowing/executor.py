@@ -189,16 +189,19 @@ class WindowedBoltExecutor(Bolt):
         it is late (then it is sent off and acked here)."""
         if self._extract is None:
             return now
-        ts = self._extract(tup)
-        if type(ts) is not int and (not isinstance(ts, int) or isinstance(ts, bool)):
-            raise TypeError(f"{self.name}: event time of {tup!r} is {ts!r}; timestamps must "
-                            f"be int milliseconds")
+        ts = self._checked(tup, self._extract(tup))
         assert self.watermarks is not None
         self._fresh = True
         if self.watermarks.track((tup.source_component, tup.source_stream), ts):
             return ts
         self._late(tup, ts)
         return None
+
+    def _checked(self, tup: Tuple, ts: Any) -> int:
+        if type(ts) is not int and (not isinstance(ts, int) or isinstance(ts, bool)):
+            raise TypeError(f"{self.name}: event time of {tup!r} is {ts!r}; timestamps must "
+                            f"be int milliseconds")
+        return ts
 
     def _late(self, tup: Tuple, ts: int) -> None:
         stream = self.spec.late_tuple_stream
@@ -332,20 +335,41 @@ class SyncWindowedBoltExecutor(WindowedBoltExecutor):
         """``execute`` each tuple of a queue batch: all are stamped with one reading of
         the clock and queued in one call; the window's outputs are acted on after them."""
         now = self.now_ms()
+        if self._extract is None:
+            items = [tup for tup in batch if not tup.is_tick()]
+            stamps = [now] * len(items)
+        else:
+            items, stamps = self._on_time(batch)
+        self.manager.add_all(items, stamps, now)
+        self.drain()
+
+    def _on_time(self, batch: list[Tuple] | tuple[Tuple, ...]) -> tuple[list[Tuple], list[int]]:
+        """The tuples of ``batch`` not late by their event time, and their stamps; a late
+        one is sent off here, one without an int stamp fails."""
         items: list[Tuple] = []
         stamps: list[int] = []
-        stamp = self.stamp
+        extract, checked = self._extract, self._checked
+        assert extract is not None and self.watermarks is not None
+        track = self.watermarks.track
+        fresh = self._fresh
         for tup in batch:
+            if tup.is_tick():
+                continue
             try:
-                ts = None if tup.is_tick() else stamp(tup, now)
+                ts = extract(tup)
+                if type(ts) is not int:
+                    ts = checked(tup, ts)
             except BaseException as exc:
                 fail_on_error(self.out, exc, (tup,))
                 continue
-            if ts is not None:
+            fresh = True
+            if track((tup.source_component, tup.source_stream), ts):
                 items.append(tup)
                 stamps.append(ts)
-        self.manager.add_all(items, stamps, now)
-        self.drain()
+            else:
+                self._late(tup, ts)
+        self._fresh = fresh
+        return items, stamps
 
     def drain(self) -> None:
         """Act on the manager's outputs (most tuples cause none: nothing to start then)."""

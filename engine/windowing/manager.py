@@ -24,7 +24,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import islice
+from itertools import islice, repeat
 from operator import attrgetter
 from typing import Any
 
@@ -172,8 +172,11 @@ class WindowManager:
         keep_after = self.eviction.thresholds(self._now)[1]  # type: ignore[attr-defined]
         self._last_end = keep_after
         queue, start = self.queue, self._evaluated
-        end = bisect_right(queue, keep_after, start, len(queue), key=_TS)
-        new = list(map(_ITEM, islice(queue, start, end)))
+        size = len(queue)
+        end = bisect_right(queue, keep_after, start, size, key=_TS)
+        # From the tail: the new events are the window's last, few events come after them.
+        new = list(map(_ITEM, islice(reversed(queue), size - end, size - start)))
+        new.reverse()
         self._evaluated = end
         return end, new
 
@@ -277,11 +280,7 @@ class WindowManager:
                 expired.append(queue.popleft().item)
             return expired
         n = bisect_right(queue, expire_to, key=_TS)
-        expired = list(map(_ITEM, islice(queue, n)))
-        popleft = queue.popleft
-        for _ in range(n):
-            popleft()
-        return expired
+        return list(map(_ITEM, map(deque.popleft, repeat(queue, n))))
 
     # -- queries of the watermark triggers -----------------------------------------------
 
