@@ -1,7 +1,9 @@
 """The bolt executor: the coroutine that runs a bolt component's tasks.
 
 A ``BoltExecutor`` takes a batch from its queue, executes every tuple, flushes what was
-emitted (waiting where a destination is full, holding batches for a stuck one). User code
+emitted (waiting where a destination is full, holding batches for a stuck one). An engine
+adapter that takes a whole batch in one call (``batch_method``: a sync windowed bolt) gets
+it so. User code
 is called through ``engine.usercall``'s policy; an exception out of ``execute`` fails its
 tuple with an ``"error"`` ``FailReason``; an async ``execute`` running past
 ``topology.bolt.execute.timeout.secs`` is cancelled and its tuple failed.

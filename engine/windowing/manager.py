@@ -6,7 +6,8 @@ happened is appended to ``outputs`` in order (``Expired`` batches, ``Activation`
 the executor to act on after the call: ack the expired tuples, run ``execute(window)``.
 
 Memory: one ``Event`` (three slots) per queued tuple; expired events leave the queue at the
-next evaluation or, between evaluations, every ``EXPIRE_EVENTS_THRESHOLD`` adds. Which
+next evaluation or, between evaluations, once ``EXPIRE_EVENTS_THRESHOLD`` events were
+added since the last look (checked per ``add`` and per ``add_all`` batch). Which
 events are new since the previous evaluation is marked on the events themselves (the
 evaluation's generation), not kept in a second set.
 
