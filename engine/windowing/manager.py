@@ -6,7 +6,8 @@ happened is appended to ``outputs`` in order (``Expired`` batches, ``Activation`
 the executor to act on after the call: ack the expired tuples, run ``execute(window)``.
 
 Memory: one ``Event`` (three slots) per queued tuple; expired events leave the queue at the
-next evaluation or, between evaluations, every ``EXPIRE_EVENTS_THRESHOLD`` adds. Which
+next evaluation or, between evaluations, once ``EXPIRE_EVENTS_THRESHOLD`` events were
+added since the last look (checked per ``add`` and per ``add_all`` batch). Which
 events are new since the previous evaluation is marked on the events themselves (the
 evaluation's generation), not kept in a second set.
 
@@ -20,10 +21,12 @@ fall back for good to a scan of the queue per evaluation, as Storm's manager doe
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import islice
+from itertools import islice, repeat
+from operator import attrgetter
 from typing import Any
 
 from engine.windowing.policies import EXPIRE, PROCESS, STOP, Event, EvictionPolicy, TriggerPolicy
@@ -31,6 +34,8 @@ from engine.windowing.policies import EXPIRE, PROCESS, STOP, Event, EvictionPoli
 __all__ = ["EXPIRE_EVENTS_THRESHOLD", "Activation", "Event", "Expired", "WindowManager"]
 
 EXPIRE_EVENTS_THRESHOLD = 100
+_TS = attrgetter("ts")
+_ITEM = attrgetter("item")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +78,8 @@ class WindowManager:
         self._ordered = True
         self._last_ts = self._last_end = -(1 << 62)
         self._evaluated = 0
+        # Time policies do nothing per event: ``add_all`` then queues a batch in one loop.
+        self._per_event = self.eviction.tracks_events or self.trigger.tracks_events
 
     def start(self) -> None:
         """Let the trigger fire from now on."""
@@ -89,6 +96,25 @@ class WindowManager:
         self.eviction.track(False)
         self.trigger.track(None, now)
         self._since_expiry += 1
+        if self._since_expiry >= EXPIRE_EVENTS_THRESHOLD:
+            self._scan(full=False)
+
+    def add_all(self, items: list[Any], stamps: list[int], now: int) -> None:
+        """``add`` each of ``items`` with its stamp, in order; one call for a batch."""
+        if self._per_event:
+            for item, ts in zip(items, stamps, strict=True):
+                self.add(item, ts, now)
+            return
+        self._now = now
+        queue, last = self.queue, self._last_ts
+        for item, ts in zip(items, stamps, strict=True):
+            if ts >= last:
+                last = ts
+            elif self._ordered:
+                self._unordered()
+            queue.append(Event(item, ts))
+        self._last_ts = last
+        self._since_expiry += len(items)
         if self._since_expiry >= EXPIRE_EVENTS_THRESHOLD:
             self._scan(full=False)
 
@@ -112,7 +138,7 @@ class WindowManager:
         if self._ordered:
             size, new = self._evaluate_ordered()
             items = (None if self.incremental or not size
-                     else [ev.item for ev in islice(self.queue, size)])
+                     else list(map(_ITEM, islice(self.queue, size))))
         else:
             items, new = self._evaluate_scan()
             size = len(items)
@@ -141,18 +167,19 @@ class WindowManager:
 
     def _evaluate_ordered(self) -> tuple[int, list[Any]]:
         """In-order timestamps: expire from the head, extend the window from where the last
-        one ended; returns the window's size and its new items."""
+        one ended (found by bisection: the queue is sorted); returns the window's size and
+        its new items."""
         self._scan(full=False)
         keep_after = self.eviction.thresholds(self._now)[1]  # type: ignore[attr-defined]
         self._last_end = keep_after
-        start = self._evaluated
-        new = []
-        for ev in islice(self.queue, start, None):
-            if ev.ts > keep_after:
-                break
-            new.append(ev.item)
-        self._evaluated = start + len(new)
-        return self._evaluated, new
+        queue, start = self.queue, self._evaluated
+        size = len(queue)
+        end = bisect_right(queue, keep_after, start, size, key=_TS)
+        # From the tail: the new events are the window's last, few events come after them.
+        new = list(map(_ITEM, islice(reversed(queue), size - end, size - start)))
+        new.reverse()
+        self._evaluated = end
+        return end, new
 
     def _unordered(self) -> None:
         """A timestamp or a window end went backwards: scan from now on, and mark what the
@@ -221,10 +248,8 @@ class WindowManager:
     def _scan_times(self, full: bool, expire_to: int, keep_after: int,
                     stop_after: int) -> tuple[list[Any], list[Event]]:
         queue = self.queue
-        expired: list[Any] = []
+        expired = self._expire_head(min(expire_to, stop_after))
         window: list[Event] = []
-        while queue and queue[0].ts <= expire_to and queue[0].ts <= stop_after:
-            expired.append(queue.popleft().item)
         if full and queue:
             kept: list[Event] = []
             removed = False
@@ -243,6 +268,20 @@ class WindowManager:
             if removed:
                 self.queue = deque(kept)
         return expired, window
+
+    def _expire_head(self, expire_to: int) -> list[Any]:
+        """Take the events stamped at or before ``expire_to`` from the head of the queue,
+        up to the first that is not (all of them at once while the queue is in order)."""
+        queue = self.queue
+        if not queue or queue[0].ts > expire_to:
+            return []  # the common case between evaluations: nothing to expire
+        if not self._ordered:
+            expired = []
+            while queue and queue[0].ts <= expire_to:
+                expired.append(queue.popleft().item)
+            return expired
+        n = bisect_right(queue, expire_to, key=_TS)
+        return list(map(_ITEM, map(deque.popleft, repeat(queue, n))))
 
     # -- queries of the watermark triggers -----------------------------------------------
 
