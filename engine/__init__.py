@@ -21,6 +21,7 @@ from engine.config import (
     TOPOLOGY_MESSAGE_TIMEOUT_SECS,
     TOPOLOGY_STATS_SAMPLE_RATE,
     TOPOLOGY_TICK_TUPLE_FREQ_SECS,
+    TOPOLOGY_WORKERS,
     Config,
 )
 from engine.context import TopologyContext
@@ -39,6 +40,7 @@ __all__ = [
     "TOPOLOGY_MESSAGE_TIMEOUT_SECS",
     "TOPOLOGY_STATS_SAMPLE_RATE",
     "TOPOLOGY_TICK_TUPLE_FREQ_SECS",
+    "TOPOLOGY_WORKERS",
     "BasicBolt",
     "BasicOutputCollector",
     "Bolt",

@@ -1,7 +1,9 @@
 """The bolt executor: the coroutine that runs a bolt component's tasks.
 
 A ``BoltExecutor`` takes a batch from its queue, executes every tuple, flushes what was
-emitted (waiting where a destination is full, holding batches for a stuck one). User code
+emitted (waiting where a destination is full, holding batches for a stuck one). An engine
+adapter that takes a whole batch in one call (``batch_method``: a sync windowed bolt) gets
+it so. User code
 is called through ``engine.usercall``'s policy; an exception out of ``execute`` fails its
 tuple with an ``"error"`` ``FailReason``; an async ``execute`` running past
 ``topology.bolt.execute.timeout.secs`` is cancelled and its tuple failed.
@@ -23,7 +25,7 @@ from engine.tuples import SYSTEM_COMPONENT, TICK_STREAM, Fields, Source, Tuple
 from engine.usercall import fail_on_error, method
 from engine.watchdog import CallSite, current_call
 
-__all__ = ["BoltExecutor", "BoltTask"]
+__all__ = ["BoltExecutor", "BoltTask", "batch_method"]
 
 YIELD_EVERY_BATCHES = 8
 # An async bolt's batch running longer than this hands its acker messages on mid-batch.
@@ -40,12 +42,24 @@ class BoltTask:
     collector: OutputCollector
     stats: TaskStats
     execute: tuple[Callable[..., Any], bool] = field(init=False)
+    execute_batch: Callable[[list[Tuple] | tuple[Tuple, ...]], None] | None = field(init=False)
+    """An engine adapter's ``execute_batch`` (see ``batch_method``), else None."""
     site: CallSite = field(init=False)
     """What the loop watchdog names for ``execute``."""
 
     def __post_init__(self) -> None:
         self.execute = method(self.obj, "execute")
+        self.execute_batch = batch_method(self.obj)
         self.site = CallSite(self.context.component_id, self.task_id, "execute")
+
+
+def batch_method(obj: Any) -> Callable[[list[Tuple] | tuple[Tuple, ...]], None] | None:
+    """``obj.execute_batch`` where ``obj`` is an engine adapter that says it takes a whole
+    queue batch in one sync call (``executes_batches = True``): it runs each tuple as its
+    ``execute`` would and fails the tuples that raise itself. None otherwise."""
+    if getattr(obj, "executes_batches", False) is not True:
+        return None
+    return obj.execute_batch  # type: ignore[no-any-return]
 
 
 class BoltExecutor:
@@ -127,6 +141,8 @@ class BoltExecutor:
                 if outbox is not None and loop.time() - flushed >= ACK_FLUSH_SECS:
                     flushed = loop.time()
                     outbox.flush_acker_messages()
+        elif task.execute_batch is not None:
+            task.execute_batch(batch)
         else:
             for tup in batch:
                 try:

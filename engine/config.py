@@ -30,6 +30,7 @@ __all__ = [
     "TOPOLOGY_STATE_DIR",
     "TOPOLOGY_STATS_SAMPLE_RATE",
     "TOPOLOGY_TICK_TUPLE_FREQ_SECS",
+    "TOPOLOGY_WORKERS",
     "Config",
     "known_keys",
     "validate_config",
@@ -51,6 +52,9 @@ TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS = "topology.state.checkpoint.interval.ms"
 TOPOLOGY_NAME = "topology.name"
 # Cancel an async execute still running after this long (None: the message timeout; 0: never).
 TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS = "topology.bolt.execute.timeout.secs"
+# Processes that run the topology together (one host or several); above 1, fields groupings
+# downstream of a shared spout cross processes through Kafka (engine/keyed).
+TOPOLOGY_WORKERS = "topology.workers"
 
 DEFAULTS: dict[str, Any] = {
     TOPOLOGY_MESSAGE_TIMEOUT_SECS: 30,
@@ -67,6 +71,7 @@ DEFAULTS: dict[str, Any] = {
     TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: 1000,
     TOPOLOGY_NAME: None,
     TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS: None,
+    TOPOLOGY_WORKERS: 1,
 }
 
 _RESERVED_PREFIX = "topology."
@@ -91,6 +96,10 @@ class Config(dict[str, Any]):
     def set_debug(self, debug: bool) -> None:
         """Log every emitted tuple (slow; for debugging)."""
         self[TOPOLOGY_DEBUG] = debug
+
+    def set_num_workers(self, n: int) -> None:
+        """Run the topology in ``n`` processes (Storm's ``setNumWorkers``)."""
+        self[TOPOLOGY_WORKERS] = n
 
     def set_tick_tuple_freq_secs(self, secs: float | None) -> None:
         """Deliver a tick tuple to every bolt task each ``secs`` seconds."""
@@ -126,6 +135,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
     TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS: (
         lambda v: _positive_number(v) or (type(v) in (int, float) and v == 0),
         "a number of seconds >= 0 or None", True),
+    TOPOLOGY_WORKERS: (_int_at_least(1), "an int >= 1", False),
 }
 
 # Keys whose value is a bool; text and 0/1 are turned into one before the checks.

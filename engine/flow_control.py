@@ -32,8 +32,15 @@ loss, with delay as the signal):
   per round trip grows once per hold: minutes to reach the tens of thousands of trees a
   10 s window holds, and never where the hold is counted in tuples (a count window, an
   event-time window whose watermark moves only as more tuples arrive). So a spout
-  upstream of such a bolt runs without the adaptive limit, bounded by
+  upstream of a window runs without the adaptive limit, bounded by
   ``topology.max.spout.pending`` alone, as Storm's spouts are.
+- A spout whose longest hold downstream is a checkpoint's (a stateful bolt acks only at
+  the commit that covers a tuple) gets a ``HoldLimit`` instead: the trees it needs in
+  flight are what it completes per second times the checkpoint round, so the limit
+  follows ``HEADROOM`` times that, measured per round, between ``HOLD_MIN_LIMIT`` and a
+  memory bound, ``HOLD_MAX_LIMIT`` (and the cap). It needs no latency signal, queueing
+  stays within a few rounds, and a stalled checkpoint stops the spout within a couple of
+  rounds' worth of trees, which also bounds what a crash then replays.
 
 Cost when nothing is overloaded: one integer comparison per ``next_tuple`` call (as the
 cap already had) and a few float operations per batch of acks.
@@ -41,15 +48,20 @@ cap already had) and a few float operations per batch of acks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 __all__ = [
     "BETA",
+    "HEADROOM",
+    "HOLD_MAX_LIMIT",
+    "HOLD_MIN_LIMIT",
     "INITIAL_LIMIT",
     "MIN_LIMIT",
     "TARGET_FRACTION",
     "FlowLimit",
+    "HoldLimit",
+    "checkpoint_round",
     "longest_hold",
 ]
 
@@ -57,6 +69,12 @@ INITIAL_LIMIT: Final = 64
 MIN_LIMIT: Final = 1
 BETA: Final = 0.7
 TARGET_FRACTION: Final = 0.1
+# A spout paced by checkpoints: the limit is HEADROOM x (trees acked per second) x the
+# round, within these bounds (per spout task; a held tree costs about half a kilobyte
+# beyond its tuples' values, so the upper bound is some 50 MB).
+HEADROOM: Final = 2.0
+HOLD_MIN_LIMIT: Final = 10_000
+HOLD_MAX_LIMIT: Final = 100_000
 # The latency floor (smallest recent latency) is kept per window of this many timeouts.
 _FLOOR_WINDOW_TIMEOUTS: Final = 1.0
 
@@ -155,3 +173,82 @@ def longest_hold(bolts: Iterable[tuple[str, Any]],
         if seconds > longest:
             longest, who = seconds, cid
     return longest, who
+
+
+class HoldLimit(FlowLimit):
+    """The in-flight limit of a spout task paced by checkpoints (see the module docstring).
+
+    A stateful bolt acks a tuple only at the commit that covers it, so acks come in a burst
+    per checkpoint and complete latency is about a round whatever the load: no signal of
+    queueing. What the spout needs in flight is its throughput times the round; the limit
+    is ``HEADROOM`` times that, re-measured once per ``round_secs`` from the task's count
+    of acked trees (``acked_count``), within ``HOLD_MIN_LIMIT`` and ``ceiling()``.
+
+    Guarantees: ``HOLD_MIN_LIMIT`` (or the cap, if lower) ``<= limit <= ceiling()``; while
+    the spout is held back the limit grows by ``2 * HEADROOM`` per round; a round without
+    acks (a stalled checkpoint) leaves it as it was, so trees in flight stay within about
+    ``HEADROOM`` rounds of what the topology completed before the stall.
+    """
+
+    __slots__ = ("_acked_count", "_clock", "_rate", "_round", "_window_acks",
+                 "_window_start")
+
+    def __init__(self, timeout: float, round_secs: float, acked_count: Callable[[], int],
+                 clock: Callable[[], float], cap: int | None = None) -> None:
+        super().__init__(timeout, cap, now=clock())
+        if round_secs <= 0:
+            raise ValueError(f"round_secs must be > 0, got {round_secs!r}")
+        self._round = round_secs
+        self._acked_count = acked_count
+        self._clock = clock
+        self._rate = 0.0
+        self._window_start = clock()
+        self._window_acks = acked_count()
+        self._value = float(self.ceiling())
+        self.limit = int(self._value)
+
+    def ceiling(self) -> int:
+        """The memory bound: ``HOLD_MAX_LIMIT``, or the cap if lower."""
+        return HOLD_MAX_LIMIT if self._cap is None else min(HOLD_MAX_LIMIT, self._cap)
+
+    def target(self) -> float:
+        """How long a call must hang before its queue's tuples count as stranded (the spout
+        executor's widening): half the timeout, as no latency is measured here."""
+        return self.timeout * 0.5
+
+    def acked(self, n: int) -> None:
+        """Acks while the limit held the spout back: time to re-measure, perhaps."""
+        self.observe(self._clock())
+
+    def latency(self, started: float, now: float, in_flight: int) -> bool:
+        """A sampled ack: time to re-measure the rate, perhaps. Never cuts."""
+        self.observe(now)
+        return False
+
+    def timed_out(self, now: float, in_flight: int) -> bool:
+        """A timeout cuts nothing: the next rounds' rate says what the topology completes."""
+        self.observe(now)
+        return False
+
+    def observe(self, now: float) -> None:
+        """Once per round: the limit becomes ``HEADROOM`` x the best of the last two rounds'
+        rates x the round. A gap of more than two rounds since the last look (no acks: a
+        stall, or too few to sample) only restarts the measurement."""
+        elapsed = now - self._window_start
+        if elapsed < self._round:
+            return
+        acks = self._acked_count()
+        if elapsed <= 2 * self._round and acks > self._window_acks:
+            rate = (acks - self._window_acks) / elapsed
+            best, self._rate = max(rate, self._rate), rate
+            low = min(HOLD_MIN_LIMIT, self.ceiling())
+            self._value = min(float(self.ceiling()), max(low, HEADROOM * best * self._round))
+            self.limit = int(self._value)
+        self._window_start, self._window_acks = now, acks
+
+
+def checkpoint_round(bolt: Any, conf: Mapping[str, Any]) -> float | None:
+    """The checkpoint round that paces ``bolt``'s hold (``checkpoint_round(conf)`` on the
+    bolt), or None when its hold is not a checkpoint's (a window's, or none)."""
+    paced = getattr(bolt, "checkpoint_round", None)
+    return None if paced is None else paced(conf)

@@ -36,7 +36,8 @@ from engine.config import (
 from engine.context import StopTime, TopologyContext
 from engine.errors import TopologyError
 from engine.failure import FailReasons
-from engine.flow_control import FlowLimit, longest_hold
+from engine.flow_control import FlowLimit, HoldLimit, checkpoint_round, longest_hold
+from engine.keyed import with_hops
 from engine.log_throttle import ErrorThrottle, IntervalWarning
 from engine.outbox import Outbox
 from engine.queue_watch import QueueWatch
@@ -103,8 +104,8 @@ class RunningTopology:
 
     def __init__(self, name: str, conf: dict[str, Any], topology: Topology) -> None:
         self.name = name
-        self.topology = topology
         self.conf = validate_config(conf, f"topology {name!r}")
+        self.topology = topology = with_hops(topology, self.conf)
         self.component_conf = {
             d.id: validate_config({**self.conf, **(d.obj.component_configuration() or {}),
                                    **d.conf}, f"{d.kind} {d.id!r}")
@@ -174,7 +175,7 @@ class RunningTopology:
         sample_every = max(1, round(1 / rate)) if rate > 0 else -1
         outbox = Outbox(self.queues, self.task_executor, self.acker_queues, self.watch)
         spout_tasks, bolt_tasks = [], []
-        flow = d.is_spout and self._flow_control(d, conf)
+        flow = self._flow_control(d, conf) if d.is_spout else None
         # One error throttle and one misuse warning per component, shared by its tasks.
         logs = self._logs.setdefault(d.id, (ErrorThrottle(log), IntervalWarning(log, math.inf)))
         for task_id in e.tasks:
@@ -189,7 +190,7 @@ class RunningTopology:
                                             pending, sample_every, self.clock)
                 coll.share_logs(*logs)
                 spout_tasks.append(SpoutTask(task_id, obj, context, coll, stats, pending,
-                                             self._flow_limit(conf) if flow else None))
+                                             None if flow is None else flow(stats)))
             else:
                 if isinstance(obj, BasicBolt):
                     obj = adapt_basic_bolt(obj)
@@ -207,21 +208,32 @@ class RunningTopology:
             self.bolt_executors.append(bex)
             self.watch.consumer(e.index, bex.current_call)
 
-    def _flow_control(self, d: ComponentDef, conf: dict[str, Any]) -> bool:
-        """Whether spout ``d``'s tasks get an adaptive limit: flow control on, ackers on,
-        and no bolt downstream holding tuples by design (``engine.flow_control``)."""
+    def _flow_control(self, d: ComponentDef, conf: dict[str, Any]
+                      ) -> Callable[[TaskStats], FlowLimit] | None:
+        """How spout ``d``'s tasks limit their trees in flight (``engine.flow_control``):
+        a ``FlowLimit``; a ``HoldLimit`` where the longest hold downstream is a checkpoint's;
+        nothing but ``topology.max.spout.pending`` without flow control or ackers, or
+        where a window holds tuples by design."""
         if not conf[TOPOLOGY_SPOUT_FLOW_CONTROL] or not self.conf[TOPOLOGY_ACKER_EXECUTORS]:
-            return False
-        hold, bolt = longest_hold(((b.id, b.obj) for b in self.wiring.downstream(d.id)),
-                                  self.component_conf)
-        if not hold:
-            return True
+            return None
+        downstream = {b.id: b.obj for b in self.wiring.downstream(d.id)}
+        hold, bolt = longest_hold(downstream.items(), self.component_conf)
+        if not hold or bolt is None:
+            return lambda stats: self._flow_limit(conf)
+        cap = conf[TOPOLOGY_MAX_SPOUT_PENDING]
+        round_secs = checkpoint_round(downstream[bolt], self.component_conf[bolt])
+        if round_secs is not None:
+            log.info("spout %r is paced by bolt %r's checkpoints: its trees in flight follow "
+                     "what it completes per %g s round (%s = %s caps them)", d.id, bolt,
+                     round_secs, TOPOLOGY_MAX_SPOUT_PENDING, cap)
+            timeout = float(conf[TOPOLOGY_MESSAGE_TIMEOUT_SECS])
+            return lambda stats: HoldLimit(timeout, round_secs, lambda: stats.acked,
+                                           self.clock, cap)
         held = "until later tuples move its window" if math.isinf(hold) else f"{hold:g} s"
         log.info("flow control off for spout %r: bolt %r holds tuples %s by design, which "
                  "complete latency cannot tell from queueing; %s = %s bounds its trees",
-                 d.id, bolt, held, TOPOLOGY_MAX_SPOUT_PENDING,
-                 conf[TOPOLOGY_MAX_SPOUT_PENDING])
-        return False
+                 d.id, bolt, held, TOPOLOGY_MAX_SPOUT_PENDING, cap)
+        return None
 
     def _flow_limit(self, conf: dict[str, Any]) -> FlowLimit:
         """A spout task's adaptive limit."""

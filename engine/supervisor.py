@@ -32,6 +32,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.config import TOPOLOGY_WORKERS
 from engine.run_outcome import EXIT_NOT_PROCESSED
 from engine.topology import Topology
 
@@ -60,9 +61,17 @@ def refusal(topology: Topology, workers: int) -> str | None:
     return None
 
 
-def worker_argv(argv: list[str], index: int) -> list[str]:
-    """The command-line arguments of worker ``index``: ``argv`` without ``--workers``, and
-    an ``--http`` port moved up by ``index``."""
+def worker_argv(argv: list[str], index: int, workers: int | None = None) -> list[str]:
+    """The command-line arguments of worker ``index``: ``argv`` without ``--workers``, an
+    ``--http`` port moved up by ``index`` and, given ``workers``, ``topology.workers`` set to
+    it (last, so it wins over a ``--conf`` of the same key)."""
+    out = _without_workers(argv, index)
+    if workers is not None:
+        out += ["--conf", f"{TOPOLOGY_WORKERS}={workers}"]
+    return out
+
+
+def _without_workers(argv: list[str], index: int) -> list[str]:
     out: list[str] = []
     skip = False
     for i, arg in enumerate(argv):
@@ -168,8 +177,9 @@ class Supervisor:
 
     async def _run_once(self, worker: _Worker) -> int:
         env = {**os.environ, "STORMLOOP_WORKER_INDEX": str(worker.index)}
+        argv = worker_argv(self._argv, worker.index, len(self._workers))
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "engine", *worker_argv(self._argv, worker.index),
+            sys.executable, "-m", "engine", *argv,
             stdin=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env)
         worker.proc, worker.started = proc, asyncio.get_running_loop().time()
         log.info("worker %d started (pid %d)", worker.index, proc.pid)

@@ -204,10 +204,12 @@ def peer_python() -> Path:
 
 
 def run_peer(peer: str, bootstrap: str, source: str, sink: str, group: str, records: int,
-             timeout: float) -> str | None:
-    """Run one peer to completion; returns a note if it timed out or failed."""
+             timeout: float, extra: tuple[str, ...] = ()) -> str | None:
+    """Run one peer to completion (``extra``: more arguments for the peer script); returns
+    a note if it timed out or failed."""
     cmd = [str(peer_python()), str(PEER_SCRIPT), peer, "--bootstrap", bootstrap,
-           "--source", source, "--sink", sink, "--group", group, "--records", str(records)]
+           "--source", source, "--sink", sink, "--group", group, "--records", str(records),
+           *extra]
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               timeout=timeout)

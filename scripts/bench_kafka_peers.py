@@ -1,14 +1,16 @@
 """The peers of ``bench_kafka.py``: quixstreams and faust-streaming doing the same job.
 
-    python bench_kafka_peers.py {quix,faust} --bootstrap HOST:PORT --source T --sink T
-                                --group G --records N
+    python bench_kafka_peers.py {quix,quix-count,faust} --bootstrap HOST:PORT --source T
+                                --sink T --group G --records N [--state-dir DIR]
 
 Run by ``bench_kafka.py`` in a virtual environment of its own (the peers pin client
 libraries the engine does not use), so this file imports nothing from the project. Each
 peer consumes ``source`` in consumer group ``group``, splits and counts every JSON sentence
 (the same ``process`` as the engine's bolts), produces one record per input to ``sink``,
 with at-least-once settings, and exits once it has handed ``records`` outputs to its
-producer and flushed it. The rate is read by the caller from the output topic.
+producer and flushed it. ``quix-count`` is ``bench_stateful.py``'s peer: it counts each
+record's key in quixstreams' state and produces the running count. The rate is read by
+the caller from the output topic.
 """
 
 from __future__ import annotations
@@ -62,6 +64,35 @@ def run_quix(args: argparse.Namespace) -> None:
     app.run()
 
 
+def run_quix_count(args: argparse.Namespace) -> None:
+    """quixstreams, stateful: each record's key (a word) counted in the key's state, the
+    count produced to ``sink``; default state (RocksDB with a changelog topic), default
+    commit interval, at least once."""
+    from quixstreams import Application
+
+    app = Application(
+        broker_address=args.bootstrap, consumer_group=args.group,
+        auto_offset_reset="earliest", state_dir=args.state_dir, loglevel="WARNING",
+        consumer_extra_config={"session.timeout.ms": 6000, "heartbeat.interval.ms": 250})
+    source = app.topic(args.source, key_deserializer="str", value_deserializer="str")
+    sink = app.topic(args.sink, key_serializer="str", value_serializer="json")
+    seen = [0]
+
+    def count(value: str, state: Any) -> int:
+        n = state.get("count", 0) + 1
+        state.set("count", n)
+        seen[0] += 1
+        if seen[0] >= args.records:
+            app.stop()  # the run loop commits the last checkpoint before returning
+        return n
+
+    sdf = app.dataframe(source)
+    sdf = sdf.apply(count, stateful=True)
+    sdf = sdf.set_timestamp(lambda value, key, timestamp, headers: time.time_ns() // 1_000_000)
+    sdf.to_topic(sink)
+    app.run()
+
+
 def run_faust(args: argparse.Namespace) -> None:
     """faust-streaming: one agent, ``send`` per event, at least once (faust's default)."""
     import faust
@@ -93,14 +124,15 @@ def run_faust(args: argparse.Namespace) -> None:
 def main() -> None:
     """Parse the arguments and run one peer."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("peer", choices=["quix", "faust"])
+    parser.add_argument("peer", choices=["quix", "quix-count", "faust"])
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--source", required=True)
     parser.add_argument("--sink", required=True)
     parser.add_argument("--group", required=True)
     parser.add_argument("--records", type=int, required=True)
+    parser.add_argument("--state-dir", default="state", help="quix-count's state directory")
     args = parser.parse_args()
-    {"quix": run_quix, "faust": run_faust}[args.peer](args)
+    {"quix": run_quix, "quix-count": run_quix_count, "faust": run_faust}[args.peer](args)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,25 @@
 """Sliding-window throughput and memory: length 10 s, slide 1 s, by event time.
 
-    python scripts/bench_windows.py [--tuples 1000000] [--rates 1000,10000]
+    python scripts/bench_windows.py [--tuples 1000000] [--rates 10000,1000]
+                                    [--forms incremental,recount]
 
 Each run, in a fresh process: a spout emits ``--tuples`` tracked ``(word, ts)`` tuples whose
 event timestamps advance ``rate`` tuples per event-second, into a windowed bolt (length
 10 s, slide 1 s, watermark every 10 ms) that counts the words of every window and emits
 one summary per evaluation; every tuple is acked when it leaves the window. A window thus
-holds about ``10 x rate`` tuples, and each tuple is evaluated in ten windows. Printed:
-tuples/s through the window beside the plain acked word count's words/s (same number of
-tuples), the process's peak RSS per run, and the window's own bytes per tuple held
-(tracemalloc over the window manager holding real tuples).
+holds about ``10 x rate`` tuples, and each tuple is evaluated in ten windows. Two forms of
+the bolt:
+
+- ``incremental``: ``with_incremental()``, counts kept from ``get_new()`` and
+  ``get_expired()`` (each evaluation costs what entered and left the window);
+- ``recount``: counts the whole of ``window.get()`` at every evaluation (Storm's plain
+  ``execute(window)``), for reference.
+
+Printed: tuples/s through the window beside the plain acked word count's words/s (same
+number of tuples, same run), the process's peak RSS per run and its resident memory at a
+quarter, half and the end of the run (flat when the window's memory keeps to its size), and
+the window's own bytes per tuple held (tracemalloc over the window manager holding real
+tuples).
 """
 
 from __future__ import annotations
@@ -64,7 +74,7 @@ class TimedWords(Spout):
 
 
 class WindowWordCount(BaseWindowedBolt):
-    """Counts the words of each window; emits (distinct words, tuples in the window)."""
+    """Recounts the words of each window; emits (distinct words, tuples in the window)."""
 
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(["distinct", "size"])
@@ -78,9 +88,47 @@ class WindowWordCount(BaseWindowedBolt):
         self.collector.emit([len(counts), len(tuples)])
 
 
-async def _windowed(n: int, rate: int) -> float:
+class IncrementalWordCount(BaseWindowedBolt):
+    """Keeps the window's word counts from what entered and left it; emits as the recount."""
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["distinct", "size"])
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.counts: Counter[str] = Counter()
+
+    def execute(self, window: TupleWindow) -> None:
+        counts = self.counts
+        for t in window.get_new():
+            counts[t.values[0]] += 1
+        for t in window.get_expired():
+            word = t.values[0]
+            left = counts[word] - 1
+            if left:
+                counts[word] = left
+            else:
+                del counts[word]
+        self.collector.emit([len(counts), len(window)])
+
+
+FORMS = {"incremental": IncrementalWordCount, "recount": WindowWordCount}
+
+
+def rss_mb() -> float:
+    """The process's resident memory now, in MB (Linux)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize() / (1 << 20)
+
+
+async def _windowed(n: int, rate: int, form: str) -> tuple[float, list[float]]:
+    """Tuples/s through the window, and the resident MB once a quarter, half and all of
+    the run's expiries were acked (flat at a steady rate: the window keeps its size)."""
     spout = TimedWords(n, rate)
-    window = (WindowWordCount().with_window(LENGTH, SLIDE).with_timestamp_field("ts")
+    bolt = FORMS[form]()
+    if form == "incremental":
+        bolt.with_incremental()
+    window = (bolt.with_window(LENGTH, SLIDE).with_timestamp_field("ts")
               .with_watermark_interval(Duration(0.01)))
     b = TopologyBuilder()
     b.set_spout("words", spout)
@@ -94,17 +142,21 @@ async def _windowed(n: int, rate: int) -> float:
         tune_gc()
         # Every tuple older than the last ~11 s of event time has been acked on expiry.
         target = n - rate * (LENGTH.millis + SLIDE.millis) // 1000 - rate
-        await wait_until(lambda: spout.acked[0] >= target, timeout=600, interval=0.01)
+        memory = []
+        for mark in (target // 4, target // 2, target):
+            await wait_until(lambda m=mark: spout.acked[0] >= m, timeout=600, interval=0.01)
+            memory.append(rss_mb())
         elapsed = time.perf_counter() - start
-    return target / elapsed
+    return target / elapsed, memory
 
 
-def windowed_run(n: int, rate: int) -> tuple[float, float]:
-    """One windowed run in a fresh process: (tuples/s, peak RSS in MB)."""
-    out = subprocess.run([sys.executable, __file__, "--child", str(n), str(rate)],
+def windowed_run(n: int, rate: int, form: str) -> tuple[float, float, str]:
+    """One windowed run in a fresh process: tuples/s, peak RSS in MB, and the resident MB
+    at a quarter, half and all of the run."""
+    out = subprocess.run([sys.executable, __file__, "--child", str(n), str(rate), form],
                          capture_output=True, text=True, check=True)
-    rate_s, rss = out.stdout.split()[-2:]
-    return float(rate_s), float(rss)
+    rate_s, rss, memory = out.stdout.split()[-3:]
+    return float(rate_s), float(rss), memory
 
 
 def window_bytes_per_tuple(size: int) -> tuple[float, float]:
@@ -129,23 +181,28 @@ def window_bytes_per_tuple(size: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tuples", type=int, default=1_000_000)
-    parser.add_argument("--rates", default="1000,10000",
+    parser.add_argument("--rates", default="10000,1000",
                         help="event-time tuples per second, comma-separated")
-    parser.add_argument("--child", nargs=2, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--forms", default="incremental,recount",
+                        help=f"comma-separated subset of {','.join(FORMS)}")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        per_sec = run_loop(_windowed(*args.child))
-        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"{per_sec:.0f} {rss_mb:.1f}")
+        per_sec, memory = run_loop(_windowed(int(args.child[0]), int(args.child[1]),
+                                             args.child[2]))
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"{per_sec:.0f} {peak:.1f} {'/'.join(f'{m:.0f}' for m in memory)}")
         return
     n = args.tuples
     print(f"sliding window 10 s / 1 s by event time, {n:,} tuples, hot path {hot_path()}")
     words = engine_word_count_run(n // 10, ackers=1)
-    print(f"  plain acked word count          {words:>12,.0f} words/s ({n:,} words)")
+    print(f"  plain acked word count             {words:>12,.0f} words/s ({n:,} words)")
     for rate in (int(r) for r in args.rates.split(",")):
-        per_sec, rss = windowed_run(n, rate)
-        print(f"  window of ~{rate * 10:>7,} tuples      {per_sec:>12,.0f} tuples/s "
-              f"(x{words / per_sec:.1f} slower), peak RSS {rss:,.0f} MB")
+        for form in args.forms.split(","):
+            per_sec, rss, memory = windowed_run(n, rate, form)
+            print(f"  {form:<11} window of ~{rate * 10:>7,}  {per_sec:>12,.0f} tuples/s "
+                  f"({per_sec / words:.2f} of the word count), peak RSS {rss:,.0f} MB, "
+                  f"resident at 1/4, 1/2, all of the run {memory} MB")
     for size in (10_000, 100_000, 1_000_000):
         own, total = window_bytes_per_tuple(size)
         print(f"  window holding {size:>9,} tuples: {own:.0f} bytes per tuple for the window's "

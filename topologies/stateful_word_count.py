@@ -10,6 +10,8 @@ A sentence's Kafka offset is committed only after the checkpoint covering its wo
 committed, so after a kill the topology restarts from the committed counts and re-reads
 only sentences not yet covered: counts are never lower than the truth, and over-count by at
 most the words processed after the last commit (at least once, as Storm promises).
+No ``topology.max.spout.pending``: the spout's trees in flight follow what each checkpoint
+round completes (set one to cap them).
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ CONF: dict[str, Any] = {
     "kafka.commit.interval.secs": 1.0,
     "topology.state.dir": ".stormloop-state",
     "topology.state.checkpoint.interval.ms": 1000,
-    "topology.max.spout.pending": 5000,
     "topology.message.timeout.secs": 30,
 }
 

@@ -8,8 +8,10 @@ of ``window.length.secs`` (default 10 s) sliding every ``window.slide.secs`` (1 
 records allowed ``window.lag.secs`` (2 s) out of order; each evaluation sends, per word, a
 JSON record ``{"count", "start", "end"}`` (window bounds in epoch ms) keyed by the word to
 the counts topic. Records later than the watermark go to the late stream and are logged.
-A sentence's offset is committed once it left every window it was in and the counts of
-those windows were confirmed by the broker.
+The count is kept incrementally (``with_incremental()``): each evaluation adds the words
+that entered the window and takes off those that left it, so it costs what moved, not the
+window's size. A sentence's offset is committed once it left every window it was in and
+the counts of the evaluation it entered were confirmed by the broker.
 """
 
 from __future__ import annotations
@@ -55,16 +57,22 @@ class SplitWords(BasicBolt):
 
 
 class WindowedWordCount(BaseWindowedBolt):
-    """Per evaluation, each word's count in the window, with the window's bounds."""
+    """Per evaluation, each word's count in the window, with the window's bounds; the
+    counts follow the words that entered and left the window (the incremental form)."""
 
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(["word", "counts"])
 
     def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         self.collector = collector
+        self.counts: Counter[str] = Counter()
 
     def execute(self, window: TupleWindow) -> None:
-        counts = Counter(t["word"] for t in window.get())
+        counts = self.counts
+        counts.update(t["word"] for t in window.get_new())
+        counts.subtract(t["word"] for t in window.get_expired())
+        for word in [w for w, n in counts.items() if n <= 0]:
+            del counts[word]
         for word, count in sorted(counts.items()):
             self.collector.emit([word, {"count": count, "start": window.start_timestamp,
                                         "end": window.end_timestamp}])
@@ -89,7 +97,7 @@ def window_bolt(conf: Mapping[str, Any]) -> WindowedWordCount:
                      Duration(float(conf["window.slide.secs"])))
     bolt.with_timestamp_field("ts").with_lag(Duration(float(conf["window.lag.secs"])))
     bolt.with_watermark_interval(Duration(float(conf["window.watermark.interval.secs"])))
-    bolt.with_late_tuple_stream(LATE_STREAM)
+    bolt.with_late_tuple_stream(LATE_STREAM).with_incremental()
     return bolt
 
 

@@ -103,12 +103,16 @@ class KafkaBolt(Bolt):
                          f"{tup.source_component!r} have fields {list(tup.fields)}; "
                          f"set value_field (or value_format='json' for all fields)")
 
+    def _record(self, tup: Any) -> tuple[bytes | None, bytes | None]:
+        """The key and value bytes of ``tup``'s record."""
+        key = encode_key(tup[self.key_field]) if self.key_field is not None else None
+        return key, encode_value(self._value(tup), self.value_format)
+
     async def execute(self, tup: Any) -> None:
         """Hand the record to the producer; the ack or fail follows the broker's answer."""
         if tup.is_tick():
             return
-        key = encode_key(tup[self.key_field]) if self.key_field is not None else None
-        value = encode_value(self._value(tup), self.value_format)
+        key, value = self._record(tup)
         self._sent += 1
         try:
             if not self._sender.add_nowait(key, value, tup):

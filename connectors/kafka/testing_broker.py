@@ -167,14 +167,17 @@ class TestingBroker:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    async def create_topic(self, name: str, partitions: int = 1) -> None:
-        """Create ``name`` with ``partitions`` partitions; returns once metadata shows them all."""
+    async def create_topic(self, name: str, partitions: int = 1,
+                           configs: dict[str, str] | None = None) -> None:
+        """Create ``name`` with ``partitions`` partitions (and topic ``configs``, which the
+        broker reports back when asked); returns once metadata shows them all."""
         from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
         admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap)
         await admin.start()
         try:
-            await admin.create_topics([NewTopic(name, partitions, replication_factor=1)])
+            await admin.create_topics([NewTopic(name, partitions, replication_factor=1,
+                                                topic_configs=configs or {})])
         finally:
             await admin.close()
         await self._wait_for_partitions(name, partitions)

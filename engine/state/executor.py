@@ -19,6 +19,7 @@ complete before the state downstream of it is committed.
 from __future__ import annotations
 
 import copy
+from collections.abc import Coroutine
 from typing import Any
 
 from engine.anchoring import AnchoringCollector, HeldAckCollector
@@ -39,9 +40,10 @@ from engine.state.kv import KeyValueState
 from engine.state.store import SqliteStateStore, open_store, release_store
 from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
-from engine.usercall import awaitable, fail_on_error
+from engine.usercall import awaitable, fail_on_error, is_async, method
 
-__all__ = ["CheckpointForwarder", "StatefulBoltExecutor"]
+__all__ = ["CheckpointForwarder", "StatefulBoltExecutor", "SyncCheckpointForwarder",
+           "SyncStatefulBoltExecutor", "wrap_for_checkpoints"]
 
 
 class _CheckpointAware(Bolt):
@@ -103,13 +105,20 @@ class CheckpointForwarder(_CheckpointAware):
                       collector: Any) -> None:
         self._setup(context, collector)
         bolt = copy.copy(self.inner)
-        self.bolt = adapt_basic_bolt(bolt) if isinstance(bolt, BasicBolt) else bolt
+        basic = isinstance(bolt, BasicBolt)
+        self.bolt = adapt_basic_bolt(bolt) if basic else bolt
         self._execute = awaitable(self.bolt, "execute")
-        anchoring = AnchoringCollector(collector, required=self.name)
-        await awaitable(self.bolt, "prepare")(conf, context, anchoring)
+        self._run = method(self.bolt, "execute")[0]
+        # A basic bolt's emits are anchored to its input already: no check per emit.
+        out = collector if basic else AnchoringCollector(collector, required=self.name)
+        await awaitable(self.bolt, "prepare")(conf, context, out)
 
-    async def _handle(self, tup: Tuple) -> None:
-        await self._execute(tup)
+    async def execute(self, tup: Tuple) -> None:
+        # The bolt's own coroutine straight from here: no frame in between per tuple.
+        if tup.source_stream == CHECKPOINT_STREAM:
+            await self._checkpoint(tup)
+        else:
+            await self._execute(tup)
 
     async def _on_checkpoint(self, action: str, txid: int) -> bool:
         return True
@@ -129,19 +138,33 @@ class StatefulBoltExecutor(_CheckpointAware):
         inner = getattr(self.inner, "hold_secs", None)
         return max(2 * interval, 0.0 if inner is None else float(inner(conf)))
 
+    def checkpoint_round(self, conf: dict[str, Any]) -> float | None:
+        """The round that paces this bolt's acks (``hold_secs``), or None where the bolt
+        is a window: then the window's own hold sets the pace."""
+        if getattr(self.inner, "hold_secs", None) is not None:
+            return None
+        return self.hold_secs(conf)
+
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
                       collector: Any) -> None:
         self._setup(context, collector)
         self.bolt = copy.copy(self.inner)
         self.collector = HeldAckCollector(collector, required=self.name)
         self._execute = awaitable(self.bolt, "execute")
+        self._run = method(self.bolt, "execute")[0]
         self.initialized = False
         self.pending: list[Tuple] = []
         self.prepared: list[Tuple] = []
         await awaitable(self.bolt, "prepare")(conf, context, self.collector)
+        self.state = self.open_state(conf, context)
+
+    def open_state(self, conf: dict[str, Any], context: TopologyContext) -> KeyValueState:
+        """The task's state, the one place that says where it lives: a ``KeyValueState``
+        in the shared store, namespaced ``<topology>/<component>-<task>``. The executor
+        needs of it only the map the bolt gets and ``prepare_commit``/``commit``/``rollback``."""
         self.store: SqliteStateStore | None = open_store(conf)
         namespace = f"{context.topology_name}/{context.component_id}-{context.task_id}"
-        self.state = KeyValueState(self.store, namespace)
+        return KeyValueState(self.store, namespace)
 
     async def _handle(self, tup: Tuple) -> None:
         if self.initialized:
@@ -187,3 +210,50 @@ class StatefulBoltExecutor(_CheckpointAware):
         if store is not None:
             release_store(store)
             self.store = None
+
+
+class SyncCheckpointForwarder(CheckpointForwarder):
+    """A ``CheckpointForwarder`` around a bolt with a sync ``execute``: it runs as a sync
+    bolt, without a coroutine per tuple."""
+
+    def execute(self, tup: Tuple) -> None:  # type: ignore[override]
+        if tup.source_stream == CHECKPOINT_STREAM:
+            _run_now(self._checkpoint(tup))
+        else:
+            self._run(tup)
+
+
+class SyncStatefulBoltExecutor(StatefulBoltExecutor):
+    """A ``StatefulBoltExecutor`` around a bolt whose ``execute`` and state hooks are all
+    sync: it runs as a sync bolt, without a coroutine per tuple."""
+
+    def execute(self, tup: Tuple) -> None:  # type: ignore[override]
+        if tup.source_stream == CHECKPOINT_STREAM:
+            _run_now(self._checkpoint(tup))
+        elif self.initialized:
+            self._run(tup)
+        else:
+            self.pending.append(tup)
+
+
+_STATE_HOOKS = ("execute", "init_state", "pre_prepare", "pre_commit", "pre_rollback")
+
+
+def wrap_for_checkpoints(bolt: Bolt | BasicBolt, stateful: bool) -> _CheckpointAware:
+    """The executor for ``bolt`` in a stateful topology: sync where every method it calls
+    per tuple or per checkpoint is (the user's ``prepare`` may be async either way)."""
+    names = _STATE_HOOKS if stateful else _STATE_HOOKS[:1]
+    sync = not any(is_async(bolt, n) for n in names)
+    if stateful:
+        return SyncStatefulBoltExecutor(bolt) if sync else StatefulBoltExecutor(bolt)
+    return SyncCheckpointForwarder(bolt) if sync else CheckpointForwarder(bolt)
+
+
+def _run_now(step: Coroutine[Any, Any, None]) -> None:
+    """Run a checkpoint step whose awaits are all sync methods (so it never suspends)."""
+    try:
+        step.send(None)
+    except StopIteration:
+        return
+    step.close()
+    raise RuntimeError("a checkpoint step suspended in a sync executor")

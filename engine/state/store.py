@@ -100,6 +100,17 @@ def _encode(value: Any, what: str, ns: str) -> bytes:
         raise TypeError(f"state {ns!r}: {what} {value!r} is not JSON-serialisable: {exc}") from None
 
 
+def _rows(ns: str, changes: Mapping[Any, Any]) -> list[tuple[str, bytes, bytes | None]]:
+    """``changes`` as ``(ns, key, value)`` rows, ``None`` for a deleted key: one pass of
+    ``orjson``; a second, per item, only to name what is not JSON-serialisable."""
+    dumps, deleted = orjson.dumps, DELETED
+    try:
+        return [(ns, dumps(k), None if v is deleted else dumps(v)) for k, v in changes.items()]
+    except TypeError:
+        return [(ns, _encode(k, "key", ns), None if v is DELETED else _encode(v, "value", ns))
+                for k, v in changes.items()]
+
+
 class SqliteStateStore:
     """The default store: a SQLite file; see the module docstring."""
 
@@ -120,8 +131,7 @@ class SqliteStateStore:
         return None if row is None else row[0]
 
     def prepare(self, ns: str, txid: int, changes: Mapping[Any, Any]) -> None:
-        rows = [(ns, _encode(k, "key", ns), None if v is DELETED else _encode(v, "value", ns))
-                for k, v in changes.items()]
+        rows = _rows(ns, changes)
         with self._transaction() as conn:
             conn.execute("INSERT OR REPLACE INTO prepared (ns, txid) VALUES (?, ?)", (ns, txid))
             conn.executemany("INSERT OR REPLACE INTO prepared_kv (ns, key, value) "

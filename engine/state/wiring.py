@@ -14,7 +14,7 @@ import dataclasses
 from engine.components import BasicBolt, Bolt
 from engine.state.bolt import StatefulBolt
 from engine.state.checkpoint import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, CheckpointSpout
-from engine.state.executor import CheckpointForwarder, StatefulBoltExecutor
+from engine.state.executor import wrap_for_checkpoints
 from engine.topology import ComponentDraft, Subscription
 
 __all__ = ["wire_checkpoints"]
@@ -34,8 +34,7 @@ def wire_checkpoints(defs: list[ComponentDraft]) -> list[ComponentDraft]:
         if not isinstance(obj, Bolt | BasicBolt):
             out.append(d)  # create_topology names the problem
             continue
-        wrapped = (StatefulBoltExecutor(obj) if isinstance(obj, StatefulBolt)
-                   else CheckpointForwarder(obj))
+        wrapped = wrap_for_checkpoints(obj, isinstance(obj, StatefulBolt))
         inputs = list(d.inputs)
         for source in dict.fromkeys(s.source for s in d.inputs):
             src = CHECKPOINT_COMPONENT if source in spouts else source

@@ -29,17 +29,22 @@ class TupleWindow:
     ``get()`` the tuples in it (arrival order), ``get_new()`` those added since the previous
     evaluation, ``get_expired()`` those that left it since then; ``end_timestamp`` is the
     window's end (ms) and ``start_timestamp`` its start (``end - length``) for duration
-    windows, ``None`` for count windows.
+    windows, ``None`` for count windows. In the incremental form (``with_incremental()``)
+    the window carries no list of its tuples: ``get()`` raises, ``len()`` still counts them.
     """
 
-    tuples: list[Tuple]
+    tuples: list[Tuple] | None
     new: list[Tuple]
     expired: list[Tuple]
     start_timestamp: int | None
     end_timestamp: int
+    size: int | None = None
 
     def get(self) -> list[Tuple]:
         """The tuples in the window."""
+        if self.tuples is None:
+            raise RuntimeError("window.get() is not available to an incremental windowed bolt "
+                               "(with_incremental()): use get_new() and get_expired()")
         return self.tuples
 
     def get_new(self) -> list[Tuple]:
@@ -51,6 +56,8 @@ class TupleWindow:
         return self.expired
 
     def __len__(self) -> int:
+        if self.tuples is None:
+            return self.size or 0
         return len(self.tuples)
 
 
@@ -64,8 +71,9 @@ class BaseWindowedBolt(Component):
     """A bolt evaluated over windows of tuples (sliding or tumbling, by count or duration).
 
     Implement ``execute(self, window)`` (``def`` or ``async def``). Everything emitted from it
-    without explicit anchors is anchored to every tuple of the window; a tuple is acked when
-    it expires from the window (after length + slide), late tuples at once.
+    without explicit anchors is anchored to every tuple of the window (to the new ones in
+    the incremental form, ``with_incremental()``); a tuple is acked when it expires from the
+    window (after length + slide), late tuples at once.
     """
 
     def _spec(self) -> WindowSpec:
@@ -119,6 +127,15 @@ class BaseWindowedBolt(Component):
         if not isinstance(stream_id, str) or not stream_id:
             raise TypeError(f"with_late_tuple_stream takes a stream id, got {stream_id!r}")
         self._spec().late_tuple_stream = stream_id
+        return self
+
+    def with_incremental(self) -> BaseWindowedBolt:
+        """The incremental form, for aggregations kept up to date from ``get_new()`` and
+        ``get_expired()``: each evaluation costs the tuples that entered and left the window,
+        not the window's size. ``window.get()`` raises; emits without explicit anchors are
+        anchored to the evaluation's new tuples (not to the whole window); every tuple is
+        still acked when it expires from its last window."""
+        self._spec().incremental = True
         return self
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext,

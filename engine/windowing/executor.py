@@ -100,7 +100,7 @@ def build_manager(spec: WindowSpec) -> WindowManager:
     else:
         trigger = WatermarkTimeTrigger if spec.event_time else TimeTrigger
         n = slide.millis
-    return WindowManager(eviction, lambda m, e: trigger(n, m, e))
+    return WindowManager(eviction, lambda m, e: trigger(n, m, e), spec.incremental)
 
 
 class WindowedBoltExecutor(Bolt):
@@ -180,24 +180,37 @@ class WindowedBoltExecutor(Bolt):
     def add(self, tup: Tuple) -> None:
         """Stamp ``tup`` and queue it, or send it off as late."""
         now = self.now_ms()
+        ts = self.stamp(tup, now)
+        if ts is not None:
+            self.manager.add(tup, ts, now)
+
+    def stamp(self, tup: Tuple, now: int) -> int | None:
+        """``tup``'s timestamp: ``now`` by processing time, else its event time; None when
+        it is late (then it is sent off and acked here)."""
         if self._extract is None:
-            self.manager.add(tup, now, now)
-            return
-        ts = self._extract(tup)
-        if not isinstance(ts, int) or isinstance(ts, bool):
-            raise TypeError(f"{self.name}: event time of {tup!r} is {ts!r}; timestamps must "
-                            f"be int milliseconds")
+            return now
+        ts = self._checked(tup, self._extract(tup))
         assert self.watermarks is not None
         self._fresh = True
         if self.watermarks.track((tup.source_component, tup.source_stream), ts):
-            self.manager.add(tup, ts, now)
-            return
+            return ts
+        self._late(tup, ts)
+        return None
+
+    def _checked(self, tup: Tuple, ts: Any) -> int:
+        if type(ts) is not int and (not isinstance(ts, int) or isinstance(ts, bool)):
+            raise TypeError(f"{self.name}: event time of {tup!r} is {ts!r}; timestamps must "
+                            f"be int milliseconds")
+        return ts
+
+    def _late(self, tup: Tuple, ts: int) -> None:
         stream = self.spec.late_tuple_stream
         if stream is not None:
             self.out.emit([DetachedTuple.of(tup)], tup, stream)
         else:
             self.late += 1
             if self.late & (self.late - 1) == 0:  # 1st, 2nd, 4th, 8th, ...: throttled
+                assert self.watermarks is not None
                 log.info("%s: late tuple %r stamped %d, before the watermark %d; not "
                          "processed (%d late so far; with_lag(...) allows more disorder)",
                          self.name, tup, ts, self.watermarks.last_watermark, self.late)
@@ -258,8 +271,9 @@ class WindowedBoltExecutor(Bolt):
     def _window(self, act: Activation) -> TupleWindow:
         length = self.spec.length
         start = act.reference_time - length.millis if isinstance(length, Duration) else None
-        self.collector.anchors = act.items
-        return TupleWindow(act.items, act.new, act.expired, start, act.reference_time)
+        self.collector.anchors = act.new if act.items is None else act.items
+        return TupleWindow(act.items, act.new, act.expired, start, act.reference_time,
+                           act.size)
 
     def _expire(self, out: Expired) -> None:
         ack, failed = self.out.ack, self._failed_ids
@@ -274,7 +288,8 @@ class WindowedBoltExecutor(Bolt):
 
     def _failed(self, act: Activation, exc: BaseException) -> None:
         failed = self._failed_ids
-        fresh = [tup for tup in act.items if id(tup) not in failed]
+        tuples = act.new if act.items is None else act.items
+        fresh = [tup for tup in tuples if id(tup) not in failed]
         fail_on_error(self.out, exc, fresh)
         failed.update(id(tup) for tup in fresh)
 
@@ -311,14 +326,55 @@ class WindowedBoltExecutor(Bolt):
 class SyncWindowedBoltExecutor(WindowedBoltExecutor):
     """For a plain ``def execute(window)``: everything runs without awaiting."""
 
+    executes_batches = True  # the bolt executor hands it whole queue batches
+
     def execute(self, tup: Tuple) -> None:
-        if tup.is_tick():
-            return
-        self.add(tup)
+        self.execute_batch((tup,))
+
+    def execute_batch(self, batch: list[Tuple] | tuple[Tuple, ...]) -> None:
+        """``execute`` each tuple of a queue batch: all are stamped with one reading of
+        the clock and queued in one call; the window's outputs are acted on after them."""
+        now = self.now_ms()
+        if self._extract is None:
+            items = [tup for tup in batch if not tup.is_tick()]
+            stamps = [now] * len(items)
+        else:
+            items, stamps = self._on_time(batch)
+        self.manager.add_all(items, stamps, now)
         self.drain()
 
+    def _on_time(self, batch: list[Tuple] | tuple[Tuple, ...]) -> tuple[list[Tuple], list[int]]:
+        """The tuples of ``batch`` not late by their event time, and their stamps; a late
+        one is sent off here, one without an int stamp fails."""
+        items: list[Tuple] = []
+        stamps: list[int] = []
+        extract, checked = self._extract, self._checked
+        assert extract is not None and self.watermarks is not None
+        track = self.watermarks.track
+        fresh = self._fresh
+        for tup in batch:
+            if tup.is_tick():
+                continue
+            try:
+                ts = extract(tup)
+                if type(ts) is not int:
+                    ts = checked(tup, ts)
+            except BaseException as exc:
+                fail_on_error(self.out, exc, (tup,))
+                continue
+            fresh = True
+            if track((tup.source_component, tup.source_stream), ts):
+                items.append(tup)
+                stamps.append(ts)
+            else:
+                self._late(tup, ts)
+        self._fresh = fresh
+        return items, stamps
+
     def drain(self) -> None:
-        """Act on the manager's outputs."""
+        """Act on the manager's outputs (most tuples cause none: nothing to start then)."""
+        if not self.manager.outputs:
+            return
         for act in self.activations():
             with self.evaluating(act):
                 self.bolt.execute(self._window(act))

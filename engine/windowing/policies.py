@@ -91,6 +91,8 @@ class EvictionPolicy(Protocol):
     """Decides, per event, whether it expires, is in the window, stays, or stops the scan."""
 
     context: EvictionContext | None
+    tracks_events: bool
+    """Whether ``track(False)`` does anything (the manager skips it per event if not)."""
 
     def track(self, watermark: bool) -> None:
         """An event (or a watermark) was added."""
@@ -109,6 +111,9 @@ class EvictionPolicy(Protocol):
 class TriggerPolicy(Protocol):
     """Decides when the window is evaluated."""
 
+    tracks_events: bool
+    """Whether ``track(None, now)`` does anything (the manager skips it per event if not)."""
+
     def track(self, watermark_ts: int | None, now: int) -> None:
         """An event was added (``watermark_ts`` None) or a watermark arrived."""
 
@@ -122,6 +127,8 @@ class TriggerPolicy(Protocol):
 class _Eviction:
     """What eviction policies share: no context until a trigger sets one; nothing to do on
     ``track`` or ``reset`` unless a policy says otherwise."""
+
+    tracks_events = False
 
     def __init__(self) -> None:
         self.context: EvictionContext | None = None
@@ -139,6 +146,7 @@ class _Eviction:
 class CountEviction(_Eviction):
     """The last ``threshold`` events: older ones expire, one per excess event."""
 
+    tracks_events = True
     current = 0
 
     def __init__(self, threshold: int) -> None:
@@ -270,6 +278,8 @@ class WatermarkCountEviction(_Eviction):
 class _Trigger:
     """What every trigger holds: its period (events or ms), the manager, the eviction."""
 
+    tracks_events = False
+
     def __init__(self, every: int, manager: WindowHost, eviction: EvictionPolicy) -> None:
         self.every = every
         self.manager = manager
@@ -286,6 +296,7 @@ class _Trigger:
 class CountTrigger(_Trigger):
     """Fires every ``every`` events, with the reference time ``now``."""
 
+    tracks_events = True
     current = 0
 
     def track(self, watermark_ts: int | None, now: int) -> None:

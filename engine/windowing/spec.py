@@ -66,6 +66,7 @@ class WindowSpec:
     watermark_interval_ms: int = DEFAULT_WATERMARK_INTERVAL_MS
     late_tuple_stream: str | None = None
     message_id_field: str | None = None
+    incremental: bool = False
 
     @property
     def event_time(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
@@ -91,3 +92,25 @@ def test_state_config_defaults() -> None:
     conf = validate_config({})
     assert conf["topology.state.checkpoint.interval.ms"] == 1000
     assert conf["topology.state.dir"] == ".stormloop-state"
+
+
+class AsyncCount(StatefulBolt):
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["word", "count"])
+
+    async def pre_commit(self, txid: int) -> None:
+        pass
+
+
+def test_sync_bolts_run_as_sync_bolts_and_async_ones_stay_async() -> None:
+    comps = builder(stateful=True).create_topology().components
+    # Every method a sync bolt's executor calls is sync: the engine then calls it without a
+    # coroutine per tuple (it decides by whether ``execute`` is a coroutine function).
+    assert not inspect.iscoroutinefunction(comps["count"].obj.execute)
+    assert not inspect.iscoroutinefunction(comps["split"].obj.execute)
+    b = TopologyBuilder()
+    b.set_spout("a", FeederSpout(["word"]))
+    b.set_bolt("count", AsyncCount()).shuffle_grouping("a")
+    count = b.create_topology().components["count"].obj
+    assert isinstance(count, StatefulBoltExecutor)
+    assert inspect.iscoroutinefunction(count.execute)  # an async hook needs the event loop

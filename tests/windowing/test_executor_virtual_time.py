@@ -82,3 +82,17 @@ async def test_emits_outside_execute_window_are_not_anchored() -> None:
     ex.bolt.collector.emit([0])
     assert out.emits[-1] == ("default", [0], None)
     await ex.cleanup()
+
+
+async def test_a_queue_batch_fails_only_its_tuple_with_a_bad_timestamp() -> None:
+    """The bolt executor hands a sync windowed bolt whole batches: a tuple whose event time
+    is not an int fails alone, the others of its batch are windowed."""
+    bolt = Sum()
+    ex, out, _ = await prepared(bolt.with_window(Count(10), Count(1))
+                                .with_timestamp_field("ts"))
+    good, bad, other = ([make_tuple([n, ts], ["n", "ts"], "numbers", 1) for n, ts in
+                        ((1, 500), (2, "noon"), (3, 900))])
+    assert ex.executes_batches
+    ex.execute_batch([good, bad, other])
+    assert out.fails == [bad] and "timestamps must be int" in out.reasons[0].message
+    assert ex.in_windows() == 2 and out.acks == []

@@ -1,7 +1,8 @@
 """Flow control beside bolts that hold tuples by design, on virtual time: a spout feeding a
 10 s sliding window, in processing or in event time, runs at its source's pace (the
 adaptive limit would read the window's hold as queueing and starve it, or in event time
-stop it for good); so does one feeding a stateful bolt, bounded by max spout pending."""
+stop it for good). One feeding a stateful bolt is paced by its checkpoints, within max
+spout pending (tests/state/test_paced_spout.py)."""
 
 from __future__ import annotations
 
@@ -26,10 +27,12 @@ def event_loop_policy() -> VirtualTimePolicy:
 
 
 class PacedSpout(Spout):
-    """Emits ``TOTAL`` numbered tuples at ``RATE`` per second of loop time; records acks."""
+    """Emits ``total`` numbered tuples at ``rate`` per second of loop time; records acks."""
 
-    def __init__(self, acked: set[int], failed: list[int]) -> None:
+    def __init__(self, acked: set[int], failed: list[int], rate: int = RATE,
+                 total: int = TOTAL) -> None:
         self.acked, self.failed_ids = acked, failed
+        self.rate, self.total = rate, total
 
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(["n", "ts"])
@@ -41,11 +44,11 @@ class PacedSpout(Spout):
         self.next = 0
 
     async def next_tuple(self) -> None:
-        due = min(TOTAL, int((self.loop.time() - self.start) * RATE) + 1)
+        due = min(self.total, int((self.loop.time() - self.start) * self.rate) + 1)
         if self.next >= due:
             await asyncio.sleep(0.01)
         while self.next < due:
-            self.collector.emit([self.next, self.next * 1000 // RATE], msg_id=self.next)
+            self.collector.emit([self.next, self.next * 1000 // self.rate], msg_id=self.next)
             self.next += 1
 
     def ack(self, msg_id: Any) -> None:
@@ -127,7 +130,7 @@ async def test_an_event_time_window_with_a_long_timeout_is_not_stopped() -> None
     assert failed == [] and max(sizes) >= 9 * RATE
 
 
-async def test_a_stateful_bolt_turns_flow_control_off_and_the_cap_holds(
+async def test_a_stateful_bolt_paces_the_spout_and_the_cap_holds(
         tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
     acked: set[int] = set()
     b = TopologyBuilder()
@@ -140,5 +143,5 @@ async def test_a_stateful_bolt_turns_flow_control_off_and_the_cap_holds(
         await cluster.submit_topology("counts", conf, b.create_topology())
         await wait_until(lambda: len(acked) >= 5000, timeout=30)
         assert limit_of(cluster, "counts", "numbers") == 5000  # the cap, not a smaller limit
-    assert any("flow control off for spout 'numbers': bolt 'count' holds tuples 2 s"
-               in r.getMessage() for r in caplog.records)
+    assert any("spout 'numbers' is paced by bolt 'count''s checkpoints" in r.getMessage()
+               for r in caplog.records)

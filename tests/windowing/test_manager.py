@@ -7,11 +7,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.windowing.manager import EXPIRE_EVENTS_THRESHOLD, WindowManager
+from engine.windowing.manager import EXPIRE_EVENTS_THRESHOLD, Activation, WindowManager
 from engine.windowing.policies import (
     CountTrigger,
     EvictionContext,
     TimeEviction,
+    TimeTrigger,
     WatermarkTimeEviction,
 )
 from engine.windowing.spec import Count, Duration
@@ -150,3 +151,98 @@ def test_time_thresholds_agree_with_the_per_event_rule(stamps: list[int], refs: 
         return seen
 
     assert run(True) == run(False)
+
+
+def _outputs(manager: WindowManager) -> list[Any]:
+    return [(type(o).__name__, getattr(o, "items", None), getattr(o, "new", None),
+             getattr(o, "expired", None), getattr(o, "size", None))
+            for o in manager.take_outputs()]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 300), max_size=400), st.lists(st.integers(0, 4000), max_size=12),
+       st.booleans())
+def test_in_order_evaluation_agrees_with_the_scan(gaps: list[int], refs: list[int],
+                                                  watermark: bool) -> None:
+    """With timestamps in order the window is a prefix of the queue: evaluating only what
+    expired and what is new gives what the scan of the whole queue gives."""
+    stamps = [sum(gaps[:i + 1]) for i in range(len(gaps))]
+    refs = sorted(refs)
+
+    def run(scan: bool) -> list[Any]:
+        eviction: Any = (WatermarkTimeEviction(1000, 200) if watermark
+                         else TimeEviction(1000))
+        manager = WindowManager(eviction, lambda m, e: CountTrigger(10**9, m, e))
+        if scan:
+            manager._unordered()
+        seen, added = [], 0
+        for ref in refs:
+            while added < len(stamps) and stamps[added] <= ref + 300:
+                manager.add(added, stamps[added], now=stamps[added])
+                added += 1
+            eviction.set_context(EvictionContext(ref, sliding_interval=500))
+            manager.on_trigger()
+            seen.append(_outputs(manager))
+        return seen
+
+    assert run(scan=False) == run(scan=True)
+
+
+def test_the_incremental_form_lists_no_window_and_a_late_stamp_falls_back_to_the_scan() -> None:
+    eviction = TimeEviction(1000)
+    manager = WindowManager(eviction, lambda m, e: CountTrigger(10**9, m, e), incremental=True)
+    for ts in (100, 200, 300):
+        manager.add(ts, ts, now=ts)
+    eviction.set_context(EvictionContext(300, sliding_interval=500))
+    manager.on_trigger()
+    (act,) = manager.take_outputs()
+    assert act.items is None and act.new == [100, 200, 300] and act.size == 3  # type: ignore
+    manager.add(150, 150, now=400)  # out of order: the manager scans from now on
+    manager.add(400, 400, now=400)
+    eviction.set_context(EvictionContext(800, sliding_interval=500))
+    manager.on_trigger()
+    (act,) = manager.take_outputs()
+    assert act.new == [150, 400] and act.size == 5  # type: ignore[union-attr]
+
+
+def _normalized(manager: WindowManager) -> list[Any]:
+    """An evaluation's outputs with expiries told apart only by what they hold (a batch
+    scans for expiries once, not every hundred events, so their grouping may differ)."""
+    acts, expired = [], []
+    for o in manager.take_outputs():
+        if isinstance(o, Activation):
+            acts.append((o.items, o.new, sorted(o.expired), o.size, o.reference_time))
+        else:
+            expired.extend(o.items)
+    return [acts, sorted(expired)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-200, 300), max_size=400), st.lists(st.integers(1, 60), max_size=12),
+       st.booleans())
+def test_a_batch_added_at_once_is_evaluated_as_its_events_one_by_one(
+        gaps: list[int], batches: list[int], watermark: bool) -> None:
+    """``add_all`` (time policies: nothing to track per event) gives the evaluations that
+    ``add`` per event gives, with timestamps in order or not."""
+    stamps = [max(0, 2000 + sum(gaps[:i + 1])) for i in range(len(gaps))]
+
+    def run(batched: bool) -> list[Any]:
+        eviction: Any = (WatermarkTimeEviction(1000, 200) if watermark
+                         else TimeEviction(1000))
+        manager = WindowManager(eviction, lambda m, e: TimeTrigger(500, m, e))
+        assert manager._per_event is False
+        seen, added = [], 0
+        for n in batches:
+            part = list(range(added, min(added + n, len(stamps))))
+            if batched:
+                manager.add_all(part, [stamps[i] for i in part], added)
+            else:
+                for i in part:
+                    manager.add(i, stamps[i], added)
+            added += len(part)
+            eviction.set_context(EvictionContext(max(stamps[:added], default=0)))
+            manager.on_trigger()
+            seen.append(_normalized(manager))
+        return seen
+
+    assert run(batched=True) == run(batched=False)

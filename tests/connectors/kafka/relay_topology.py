@@ -2,11 +2,14 @@
 
     python -m engine run tests/connectors/kafka/relay_topology.py \\
         --conf kafka.bootstrap.servers=HOST:PORT --conf relay.source=IN --conf relay.sink=OUT \\
-        --conf relay.group=G [--conf relay.delay.secs=0.002] [--conf relay.trace=FILE]
+        --conf relay.group=G [--conf relay.delay.secs=0.002] [--conf relay.trace=FILE] \\
+        [--conf relay.keyed=true]
 
 Each record's key and value are written unchanged to the sink, so a test can tell exactly
-which inputs reached the output and how often. With ``relay.trace``, every record's path is
-appended to FILE, one line per event, written at once (a SIGKILL loses none):
+which inputs reached the output and how often. With ``relay.keyed`` the relay takes its
+input with a fields grouping on ``key`` (across processes when ``topology.workers`` > 1).
+With ``relay.trace``, every record's path is appended to FILE, one line per event, written
+at once (a SIGKILL loses none):
 ``<epoch secs> <pid> <event> <details>`` with the events ``emit`` and ``ack``/``fail``
 (source coordinates and value), ``produced``/``produce-failed`` (value and sink
 coordinates, or the error) and ``log`` (the spout's lines on assignments, revokes and
@@ -28,6 +31,7 @@ from engine import BasicBolt, Config, Topology, TopologyBuilder
 CONF: dict[str, Any] = {
     "relay.delay.secs": 0.0,
     "relay.trace": "",
+    "relay.keyed": False,
     "topology.max.spout.pending": 200,
     "topology.message.timeout.secs": 10,
 }
@@ -150,8 +154,11 @@ def build(conf: Config) -> Topology:
                         auto_offset_reset="earliest")
     builder = TopologyBuilder()
     builder.set_spout("source", spout)
-    builder.set_bolt("relay", Relay(float(conf["relay.delay.secs"])), 2).shuffle_grouping(
-        "source")
+    relay = builder.set_bolt("relay", Relay(float(conf["relay.delay.secs"])), 2)
+    if conf["relay.keyed"]:
+        relay.fields_grouping("source", ["key"])
+    else:
+        relay.shuffle_grouping("source")
     sink = bolt_class(str(conf["relay.sink"]), bootstrap, key_field="key",
                       value_field="value", value_format="bytes")
     if path:

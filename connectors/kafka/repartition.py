@@ -1,0 +1,237 @@
+"""Repartition topics: a fields grouping carried between engine processes through Kafka.
+
+With ``topology.workers`` above 1 the engine replaces a fields grouping downstream of a
+``KafkaSpout`` by a hop (``engine/keyed/hops.py``) made of the two components here:
+
+- ``RepartitionWriter``, a ``KafkaBolt`` that writes each tuple to the topic
+  ``<group>-<bolt>-repartition`` as one record: the key is the grouping fields' value (UTF-8
+  text for one field, a MessagePack array for several), the value a MessagePack array of
+  the tuple's values (``None``, booleans, numbers, text, bytes, lists, tuples and dicts of
+  them; a tuple comes back as a list), the partition Kafka's default one (murmur2 of the
+  key). A tuple is acked once the
+  broker confirmed its record, failed with the produce error otherwise: the upstream tree
+  completes when the hop has the record.
+- ``RepartitionSpout``, a ``KafkaSpout`` on that topic in the upstream spout's group, with
+  its options (retries, failed topic, consumer settings): each record starts a new tree,
+  and its offset is committed only when that tree completed.
+
+Before either starts, ``ensure_topic`` creates the topic with as many partitions as the
+spout's input (``cleanup.policy=delete``, ``retention.ms`` ``RETENTION_MS``), or checks an
+existing one: a different partition count is refused with ``PartitionMismatch``, one line
+naming the topic and both counts (docs/scaling.md says how to migrate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+
+from connectors.kafka import client_options
+from connectors.kafka.bolt import KafkaBolt
+from connectors.kafka.codec import DecodeError, encode_key
+from connectors.kafka.spout import KafkaSpout
+from connectors.kafka.spout_options import KafkaSpoutMetrics
+from engine.murmur2 import default_partition
+
+__all__ = [
+    "RETENTION_MS",
+    "KeyPartitions",
+    "PartitionMismatch",
+    "RepartitionSpout",
+    "RepartitionWriter",
+    "ensure_topic",
+    "hop",
+    "topic_name",
+]
+
+_pack = msgspec.msgpack.Encoder().encode
+_unpack = msgspec.msgpack.Decoder().decode
+
+RETENTION_MS = 7 * 24 * 3600 * 1000
+"""How long a repartition record is kept: a reader further behind than this loses records."""
+
+
+class PartitionMismatch(ValueError):
+    """A repartition topic whose partition count differs from its input's."""
+
+
+def topic_name(group: str, receiver: str) -> str:
+    """The repartition topic of bolt ``receiver`` fed from consumer group ``group``."""
+    return f"{group}-{receiver}-repartition"
+
+
+def hop(spout: KafkaSpout, receiver: str, key_fields: Sequence[str],
+        fields: Sequence[str]) -> tuple[RepartitionWriter, RepartitionSpout]:
+    """The writer bolt and reader spout carrying ``fields`` tuples keyed by ``key_fields``
+    into bolt ``receiver`` (see ``KafkaSpout.repartition_hop``)."""
+    topic = topic_name(spout.group_id, receiver)
+    writer = RepartitionWriter(topic, spout, key_fields, fields)
+    return writer, RepartitionSpout(topic, spout, fields)
+
+
+async def ensure_topic(bootstrap: str | list[str], options: Mapping[str, Any],
+                       inputs: Sequence[str], topic: str) -> int:
+    """Create ``topic`` with the partition count of ``inputs`` (the largest, for several),
+    or check that an existing one has it; returns the count. Raises ``PartitionMismatch``."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_options.shared(options))
+    await admin.start()
+    try:
+        found = await _partition_counts(admin, [*inputs, topic])
+        known = [found[t] for t in inputs if t in found]
+        if not known:
+            raise ValueError(f"repartition topic {topic!r}: its input {list(inputs)} does not "
+                             f"exist; create it first")
+        want = max(known)
+        if topic not in found:
+            try:
+                configs = {"cleanup.policy": "delete", "retention.ms": str(RETENTION_MS)}
+                await admin.create_topics([NewTopic(topic, want, _replicas(found, inputs),
+                                                    topic_configs=configs)])
+            except TopicAlreadyExistsError:  # another process created it meanwhile
+                found.update(await _partition_counts(admin, [topic]))
+        _check(topic, found.get(topic, want), want, inputs)
+        return want
+    finally:
+        await admin.close()
+
+
+async def _partition_counts(admin: AIOKafkaAdminClient, topics: list[str]) -> dict[str, Any]:
+    """Partition count per existing topic of ``topics`` (and ``(name, "replicas")`` keys)."""
+    counts: dict[str, Any] = {}
+    # Only topics that exist are described: describing a missing one may create it
+    # (a broker's auto.create.topics.enable), with the broker's default partition count.
+    existing = set(await admin.list_topics())
+    topics = [t for t in topics if t in existing]
+    if not topics:
+        return counts
+    for entry in await admin.describe_topics(topics):
+        if entry["error_code"] == 0 and entry["partitions"]:
+            counts[entry["topic"]] = len(entry["partitions"])
+            counts[(entry["topic"], "replicas")] = len(entry["partitions"][0]["replicas"])
+    return counts
+
+
+def _replicas(found: Mapping[Any, Any], inputs: Sequence[str]) -> int:
+    return max((found.get((t, "replicas"), 1) for t in inputs), default=1) or 1
+
+
+def _check(topic: str, has: int, want: int, inputs: Sequence[str]) -> None:
+    if has != want:
+        source = inputs[0] if len(inputs) == 1 else f"{list(inputs)} (largest)"
+        raise PartitionMismatch(
+            f"repartition topic {topic!r} has {has} partitions, its input {source} has "
+            f"{want}; see docs/scaling.md on changing partition counts")
+
+
+class KeyPartitions:
+    """Kafka's default partitioner (murmur2 of the key), remembering the partition of up to
+    ``size`` recent keys: grouping keys repeat, and the hash is the writer's largest cost."""
+
+    __slots__ = ("_count", "_memo", "_size")
+
+    def __init__(self, size: int = 1 << 16) -> None:
+        self._memo: dict[bytes, int] = {}
+        self._count = 0
+        self._size = size
+
+    def __call__(self, key: bytes, all_partitions: list[int], available: list[int]) -> int:
+        """The partition of ``key`` among ``all_partitions``, as Kafka's producer picks it."""
+        if len(all_partitions) != self._count:
+            self._memo.clear()
+            self._count = len(all_partitions)
+        partition = self._memo.get(key)
+        if partition is None:
+            if len(self._memo) >= self._size:
+                self._memo.clear()
+            partition = self._memo[key] = default_partition(key, all_partitions, available)
+        return partition
+
+
+class RepartitionWriter(KafkaBolt):
+    """Writes each tuple to the repartition topic keyed by the grouping fields (see the
+    module docstring); acks it once the broker confirmed the record."""
+
+    def __init__(self, topic: str, spout: KafkaSpout, key_fields: Sequence[str],
+                 fields: Sequence[str]) -> None:
+        options = {**client_options.shared(spout.consumer_options),
+                   "partitioner": KeyPartitions()}
+        super().__init__(topic, spout.bootstrap_servers, value_format="bytes",
+                         log_throttle_secs=spout.log_throttle_secs,
+                         outage_after_secs=spout.outage_after_secs, **options)
+        self._spout = spout
+        self._at = tuple(list(fields).index(f) for f in key_fields)
+
+    async def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        """Create or check the topic, then start the producer."""
+        spout = self._spout
+        await ensure_topic(spout.bootstrap_servers, spout.consumer_options, spout.topics,
+                           self.topic)
+        await super().prepare(conf, context, collector)
+
+    def _record(self, tup: Any) -> tuple[bytes | None, bytes | None]:
+        values = tup.values
+        at = self._at
+        if len(at) == 1:
+            # Never a None key: Kafka spreads keyless records over partitions.
+            value = values[at[0]]
+            key = b"null" if value is None else encode_key(value)
+        else:
+            key = _pack([values[i] for i in at])
+        return key, _pack(values)
+
+
+class _Rows:
+    """Decodes a repartition record's value (a MessagePack array) into the tuple's values."""
+
+    __slots__ = ("_n",)
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+
+    def __call__(self, record: Any) -> list[Any]:
+        try:
+            values = _unpack(record.value)
+        except (msgspec.DecodeError, TypeError) as exc:
+            raise DecodeError(f"repartition value is not MessagePack: {exc}") from None
+        if type(values) is not list or len(values) != self._n:
+            raise DecodeError(f"repartition value is not an array of {self._n} values")
+        return values
+
+    def many(self, records: list[Any]) -> list[list[Any]]:
+        """Every record's values; raises ``DecodeError`` if any is not a row (the fetcher
+        then decodes them one by one, to name each bad record)."""
+        unpack, n = _unpack, self._n
+        try:
+            rows = [unpack(r.value) for r in records]
+        except (msgspec.DecodeError, TypeError) as exc:
+            raise DecodeError(str(exc)) from None
+        for row in rows:
+            if type(row) is not list or len(row) != n:
+                raise DecodeError("not a row")
+        return rows
+
+
+class RepartitionSpout(KafkaSpout):
+    """Reads the repartition topic in the upstream spout's group, with its options; emits
+    the written tuples' values as ``fields`` on the default stream."""
+
+    def __init__(self, topic: str, upstream: KafkaSpout, fields: Sequence[str]) -> None:
+        self.__dict__.update(upstream.__dict__)
+        self.input_topics = list(upstream.topics)
+        self.topics = [topic]
+        self.fields = tuple(fields)
+        self.decoder = _Rows(len(self.fields))  # type: ignore[assignment]
+        # Records written before this member joined must be read: never start at the end.
+        self.consumer_options = {**upstream.consumer_options, "auto_offset_reset": "earliest"}
+        self.counters = KafkaSpoutMetrics()
+        self.keyed_downstream = False
+
+    async def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        """Create or check the topic, then join the group and read it."""
+        await ensure_topic(self.bootstrap_servers, self.consumer_options, self.input_topics,
+                           self.topics[0])
+        await super().open(conf, context, collector)

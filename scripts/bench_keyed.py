@@ -1,0 +1,192 @@
+"""Cost of the repartition hop: the keyed Kafka word count with ``topology.workers`` 2 and 1.
+
+    python scripts/bench_keyed.py [--sentences 10000] [--partitions 2] [--runs 1]
+                                  [--bootstrap-servers HOST:PORT]
+
+Without ``--bootstrap-servers`` it starts the Tansu test broker. Each run writes
+``--sentences`` sentences of ten words (seeded) to a fresh topic and runs
+``topologies/kafka_word_count.py`` in this one process, in a fresh consumer group:
+
+- ``topology.workers=1``: the fields grouping ``split -> count`` stays in process;
+- ``topology.workers=2``: it goes through the repartition topic (every word is written to
+  Kafka, read back in the same group, then counted), as it does across processes.
+
+A run ends when the sentences (and, with the hop, the repartition records) are committed
+to the end. The rate is words counted per second in steady state, from the producer
+timestamps of the counts topic: from the 5 % mark to the last count, so group joins and
+start-up are left out. Words per CPU second (this process's CPU time over the whole run)
+is steadier than the rate on a busy machine. With ``--runs N`` the table gives medians.
+Every run checks that the last count of every word is the truth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+_ROOT = Path(__file__).resolve().parent.parent
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+# The imports below need the path set above.
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
+from benchlib import make_sentences, run_loop  # noqa: E402
+
+from connectors.kafka.repartition import topic_name  # noqa: E402
+from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
+from engine import Config, LocalCluster  # noqa: E402
+
+FAST = {"kafka.consumer.session_timeout_ms": 2000, "kafka.consumer.heartbeat_interval_ms": 250}
+
+
+def _word_count_module() -> Any:
+    path = _ROOT / "topologies" / "kafka_word_count.py"
+    spec = importlib.util.spec_from_file_location("kafka_word_count", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def _create(bootstrap: str, topics: dict[str, int]) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(t, n, 1, topic_configs={"retention.ms": "-1"})
+                                   for t, n in topics.items()])
+    finally:
+        await admin.close()
+
+
+async def _fill(bootstrap: str, topic: str, sentences: list[str]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=10)
+    await producer.start()
+    try:
+        futures = [await producer.send(topic, s.encode()) for s in sentences]
+        await asyncio.gather(*futures)
+    finally:
+        await producer.stop()
+
+
+async def _committed(bootstrap: str, group: str, topic: str, partitions: int) -> int:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                                enable_auto_commit=False)
+    await consumer.start()
+    try:
+        offsets = [await consumer.committed(TopicPartition(topic, p)) for p in range(partitions)]
+        return sum(o or 0 for o in offsets)
+    finally:
+        await consumer.stop()
+
+
+async def _counts(bootstrap: str, topic: str, partitions: int, total: int) -> list[Any]:
+    """Every record of the counts topic (``total`` of them), read from offset 0."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(tps)
+        for tp in tps:
+            consumer.seek(tp, 0)
+        records: list[Any] = []
+        deadline = time.monotonic() + 60
+        while len(records) < total and time.monotonic() < deadline:
+            for batch in (await consumer.getmany(timeout_ms=500, max_records=10000)).values():
+                records.extend(batch)
+        return records
+    finally:
+        await consumer.stop()
+
+
+def _rate(records: list[Any]) -> float:
+    stamps = sorted(r.timestamp for r in records)
+    start = stamps[len(stamps) // 20]
+    span = (stamps[-1] - start) / 1000
+    return (len(stamps) - len(stamps) // 20) / span if span > 0 else float("nan")
+
+
+def _check(records: list[Any], truth: Counter[str]) -> None:
+    last: dict[str, tuple[int, int]] = {}
+    for r in records:
+        word = r.key.decode()
+        if word not in last or r.offset > last[word][0]:
+            last[word] = (r.offset, int(r.value))
+    wrong = [w for w, c in truth.items() if last.get(w, (0, 0))[1] != c]
+    if wrong:
+        raise SystemExit(f"wrong counts for {len(wrong)} words, e.g. {wrong[:5]}")
+
+
+async def one_run(bootstrap: str, workers: int, sentences: list[str], partitions: int,
+                  run: int) -> tuple[float, float]:
+    """Words per second of one run of the word count at ``workers``, and words per second
+    of this process's CPU time (start-up and group joins included)."""
+    module = _word_count_module()
+    tag = f"{time.monotonic_ns()}-{workers}-{run}"
+    source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-keyed-{tag}"
+    await _create(bootstrap, {source: partitions, counts: partitions})
+    await _fill(bootstrap, source, sentences)
+    truth = Counter(w for s in sentences for w in s.split())
+    total = sum(truth.values())
+    conf = Config(module.CONF)
+    conf.update({"kafka.bootstrap.servers": bootstrap, "kafka.sentences.topic": source,
+                 "kafka.counts.topic": counts, "kafka.group.id": group,
+                 "kafka.commit.interval.secs": 0.5, "topology.workers": workers, **FAST})
+    hop = topic_name(group, "count")
+    cpu = time.process_time()
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("keyed", conf, module.build(conf))
+        while await _committed(bootstrap, group, source, partitions) < len(sentences) or (
+                workers > 1 and await _committed(bootstrap, group, hop, partitions) < total):
+            await asyncio.sleep(0.5)
+        await cluster.kill_topology("keyed", wait_secs=5)
+    cpu = time.process_time() - cpu
+    records = await _counts(bootstrap, counts, partitions, total)
+    _check(records, truth)
+    return _rate(records), total / cpu
+
+
+async def bench(bootstrap: str, args: argparse.Namespace) -> dict[int, tuple[float, float]]:
+    sentences = make_sentences(args.sentences, vocabulary=1000, seed=7)
+    rates: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
+    for run in range(args.runs):
+        for workers in (1, 2):
+            rates[workers].append(await one_run(bootstrap, workers, sentences,
+                                                args.partitions, run))
+    return {w: (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
+            for w, runs in rates.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sentences", type=int, default=10000)
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--bootstrap-servers", default=None)
+    args = parser.parse_args()
+    if args.bootstrap_servers:
+        result = run_loop(bench(args.bootstrap_servers, args))
+    else:
+        with TestingBroker() as broker:
+            result = run_loop(bench(broker.bootstrap, args))
+    words = args.sentences * 10
+    print(f"keyed Kafka word count, {args.sentences} sentences ({words} words), "
+          f"{args.partitions} partitions, {args.runs} run(s), medians:")
+    print("                                                      words/s   words/CPU-s")
+    for workers, what in ((1, "fields grouping in process"), (2, "through the repartition topic")):
+        label = f"topology.workers={workers} ({what}):"
+        print(f"  {label:<51}{result[workers][0]:>10,.0f}{result[workers][1]:>14,.0f}")
+    print(f"  ratio: {result[2][0] / result[1][0]:.2f} of the in-process rate, "
+          f"{result[2][1] / result[1][1]:.2f} per CPU second")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Repartition records without a broker: keys, values, partitions and decoding."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import msgspec
+import pytest
+
+from connectors.kafka import KafkaSpout
+from connectors.kafka.codec import DecodeError
+from connectors.kafka.repartition import KeyPartitions, RepartitionSpout, hop, topic_name
+from engine.murmur2 import default_partition
+
+msgpack = msgspec.msgpack.encode
+
+
+def spout() -> KafkaSpout:
+    return KafkaSpout("words", "127.0.0.1:9", "wc", session_timeout_ms=2000)
+
+
+def test_one_key_field_is_its_text_and_a_none_key_still_has_a_partition() -> None:
+    writer, reader = hop(spout(), "count", ("word",), ("word", "n"))
+    assert writer.topic == reader.topics[0] == topic_name("wc", "count") == "wc-count-repartition"
+    key, value = writer._record(SimpleNamespace(values=["kafka", 3]))
+    assert (key, reader.decoder(SimpleNamespace(value=value))) == (b"kafka", ["kafka", 3])
+    assert writer._record(SimpleNamespace(values=[None, 1]))[0] == b"null"
+
+
+def test_several_key_fields_are_a_json_array_in_grouping_order() -> None:
+    writer, _ = hop(spout(), "count", ("b", "a"), ("a", "b", "c"))
+    assert writer._record(SimpleNamespace(values=[1, "x", 2.5]))[0] == msgpack(["x", 1])
+
+
+def test_values_keep_bytes_and_nesting() -> None:
+    writer, reader = hop(spout(), "count", ("k",), ("k", "v"))
+    key, value = writer._record(SimpleNamespace(values=[b"\xff", (1, {"a": None})]))
+    assert key == b"\xff"
+    assert reader.decoder(SimpleNamespace(value=value)) == [b"\xff", [1, {"a": None}]]
+    with pytest.raises(TypeError):
+        writer._record(SimpleNamespace(values=[1, object()]))
+
+
+def test_reader_keeps_the_spouts_options_and_reads_from_the_start() -> None:
+    upstream = KafkaSpout("words", "127.0.0.1:9", "wc", failed_topic="failed",
+                          max_retries=5, auto_offset_reset="latest", session_timeout_ms=2000)
+    reader = RepartitionSpout("wc-count-repartition", upstream, ("word", "n"))
+    assert (reader.group_id, reader.failed_topic, reader.backoff.max_retries) == (
+        "wc", "failed", 5)
+    assert reader.consumer_options["auto_offset_reset"] == "earliest"
+    assert reader.consumer_options["session_timeout_ms"] == 2000
+    assert upstream.consumer_options["auto_offset_reset"] == "latest"
+    assert reader.input_topics == ["words"] and upstream.topics == ["words"]
+    assert reader.decoder(SimpleNamespace(value=msgpack(["a", 1]))) == ["a", 1]
+    assert reader.decoder.many([SimpleNamespace(value=msgpack(["a", 1]))]) == [["a", 1]]
+    for bad in (msgpack([1]), msgpack({}), b"\xc1", None):
+        with pytest.raises(DecodeError):
+            reader.decoder(SimpleNamespace(value=bad))
+        with pytest.raises(DecodeError):
+            reader.decoder.many([SimpleNamespace(value=bad)])
+
+
+def test_key_partitions_are_kafkas_default_ones() -> None:
+    partitioner = KeyPartitions(size=4)
+    for n in (1, 3, 7, 3):
+        parts = list(range(n))
+        for i in range(50):
+            key = f"k{i}".encode()
+            assert partitioner(key, parts, parts) == default_partition(key, parts, parts)

@@ -1,0 +1,140 @@
+"""The submit-time rewrite that carries fields groupings across processes
+(``engine/keyed/hops.py``), on a stand-in for a shared spout; the Kafka hop itself is
+tested against the test broker (tests/connectors/kafka/test_keyed_processes.py)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from engine import BasicBolt, Bolt, ConfigError, Spout, TopologyBuilder, TopologyError
+from engine.config import validate_config
+from engine.keyed import reader_id, with_hops, writer_id
+from engine.supervisor import worker_argv
+
+
+class Out(BasicBolt):
+    def __init__(self, *fields: str) -> None:
+        self.fields = list(fields)
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(self.fields)
+
+    def execute(self, tup: Any, collector: Any) -> None:
+        collector.emit(list(tup.values))
+
+
+class Reader(Spout):
+    def __init__(self, fields: tuple[str, ...]) -> None:
+        self.fields = fields
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(list(self.fields))
+
+    def next_tuple(self) -> None:
+        pass
+
+
+class Writer(Bolt):
+    def execute(self, tup: Any) -> None:
+        pass
+
+
+class Shared(Spout):
+    """Declares what a shared spout that can carry a fields grouping declares."""
+
+    shared_across_processes = True
+    keyed_downstream = False
+
+    def __init__(self) -> None:
+        self.hops: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["key", "value"])
+
+    def next_tuple(self) -> None:
+        pass
+
+    def repartition_hop(self, receiver: str, key_fields: tuple[str, ...],
+                        fields: tuple[str, ...]) -> tuple[Bolt, Spout]:
+        self.hops.append((receiver, key_fields, fields))
+        return Writer(), Reader(fields)
+
+
+def word_count(spout: Spout) -> Any:
+    b = TopologyBuilder()
+    b.set_spout("sentences", spout, 2)
+    b.set_bolt("split", Out("word"), 2).shuffle_grouping("sentences")
+    b.set_bolt("count", Out("word", "count"), 2).fields_grouping("split", ["word"])
+    b.set_bolt("out", Out("word", "count")).fields_grouping("count", ["word"])
+    return b.create_topology()
+
+
+def test_one_worker_keeps_the_topology_and_marks_the_spout() -> None:
+    spout = Shared()
+    topology = word_count(spout)
+    marked = with_hops(topology, validate_config({}))
+    assert list(marked.components) == list(topology.components)
+    assert marked.components["count"] is topology.components["count"]
+    assert marked.components["sentences"].obj.keyed_downstream is True
+    assert spout.keyed_downstream is False  # the user's object is left as it was
+    assert spout.hops == []
+
+
+def test_no_fields_grouping_no_change() -> None:
+    b = TopologyBuilder()
+    b.set_spout("s", Shared())
+    b.set_bolt("b", Out("key")).shuffle_grouping("s")
+    topology = b.create_topology()
+    assert with_hops(topology, {"topology.workers": 2}) is topology
+
+
+def test_several_workers_replace_the_grouping_by_a_hop() -> None:
+    spout = Shared()
+    topology = with_hops(word_count(spout), validate_config({"topology.workers": 2}))
+    assert spout.hops == [("count", ("word",), ("word",))]
+    reader, writer = topology.components[reader_id("count")], topology.components[
+        writer_id("count")]
+    assert reader.is_spout and reader.parallelism == 2
+    assert [(s.source, s.kind) for s in writer.inputs] == [("split", "local_or_shuffle")]
+    count = topology.components["count"]
+    assert [(s.source, s.kind, s.fields) for s in count.inputs] == [
+        (reader_id("count"), "fields", ("word",))]
+    # "out" groups on the key "count" was grouped on: it stays in process.
+    assert [s.source for s in topology.components["out"].inputs] == ["count"]
+    assert [d.id for d in topology.spouts()] == ["sentences", reader_id("count")]
+
+
+def test_a_spout_that_cannot_carry_the_grouping_is_left_alone() -> None:
+    class Plain(Shared):
+        repartition_hop = None  # type: ignore[assignment]
+
+    topology = word_count(Plain())
+    assert with_hops(topology, {"topology.workers": 2}) is topology
+
+
+def test_two_crossing_groupings_into_one_bolt_are_refused() -> None:
+    b = TopologyBuilder()
+    b.set_spout("s", Shared())
+    b.set_bolt("a", Out("k")).shuffle_grouping("s")
+    b.set_bolt("b", Out("k")).shuffle_grouping("s")
+    b.set_bolt("join", Out("k")).fields_grouping("a", ["k"]).fields_grouping("b", ["k"])
+    with pytest.raises(TopologyError, match="bolt 'join': fields groupings from 2 sources"):
+        with_hops(b.create_topology(), {"topology.workers": 3})
+
+
+def test_topology_workers_is_checked() -> None:
+    assert validate_config({})["topology.workers"] == 1
+    bad = re.escape("'topology.workers' must be an int >= 1, got 0")
+    with pytest.raises(ConfigError, match=bad):
+        validate_config({"topology.workers": 0})
+    with pytest.raises(ConfigError, match=re.escape("did you mean 'topology.workers'?")):
+        validate_config({"topology.worker": 2})
+
+
+def test_workers_n_sets_topology_workers_in_each_worker() -> None:
+    argv = ["run", "t.py", "--workers", "3", "--conf", "topology.workers=9"]
+    assert worker_argv(argv, 1, 3) == ["run", "t.py", "--conf", "topology.workers=9",
+                                       "--conf", "topology.workers=3"]
