@@ -22,7 +22,7 @@ from engine.outbox import BACKPRESSURE_POLL_SECS, Outbox
 from engine.queues import BatchQueue
 from engine.stats import BatchTimes, TaskStats
 from engine.tuples import SYSTEM_COMPONENT, TICK_STREAM, Fields, Source, Tuple
-from engine.usercall import fail_on_error, method
+from engine.usercall import fail_on_error, method, report_on_error
 from engine.watchdog import CallSite, current_call
 
 __all__ = ["BoltExecutor", "BoltTask", "batch_method"]
@@ -142,7 +142,10 @@ class BoltExecutor:
                     flushed = loop.time()
                     outbox.flush_acker_messages()
         elif task.execute_batch is not None:
-            task.execute_batch(batch)
+            try:
+                task.execute_batch(batch)
+            except BaseException as exc:  # it fails what raised; anything else: report
+                report_on_error(coll, exc)
         else:
             for tup in batch:
                 try:

@@ -202,7 +202,9 @@ class HoldLimit(FlowLimit):
         self._acked_count = acked_count
         self._clock = clock
         self._rate = 0.0
-        self._window_start = clock()
+        # No measurement until the first ack: the time before it (a consumer group's join,
+        # the first checkpoint round) says nothing about the rate.
+        self._window_start: float | None = None
         self._window_acks = acked_count()
         self._value = float(self.ceiling())
         self.limit = int(self._value)
@@ -233,7 +235,11 @@ class HoldLimit(FlowLimit):
     def observe(self, now: float) -> None:
         """Once per round: the limit becomes ``HEADROOM`` x the best of the last two rounds'
         rates x the round. A gap of more than two rounds since the last look (no acks: a
-        stall, or too few to sample) only restarts the measurement."""
+        stall, or too few to sample) only restarts the measurement, as does the first ack:
+        the window starts there, so that the burst of acks it opens counts."""
+        if self._window_start is None:
+            self._window_start, self._window_acks = now, self._acked_count()
+            return
         elapsed = now - self._window_start
         if elapsed < self._round:
             return

@@ -85,3 +85,19 @@ def test_a_stall_leaves_the_limit_where_it_was() -> None:
 
 def test_a_hung_call_counts_as_stuck_after_half_the_timeout() -> None:
     assert Source().limit().target() == 15.0  # timeout 30 s
+
+
+def test_the_first_burst_of_acks_counts_though_it_came_after_a_wait() -> None:
+    """No ack for more than a round after the start (a consumer group's join, the first
+    checkpoint round), then the first commit acks a whole limit's worth, the executor
+    counting each ack before telling the limit: the limit must not fall to the floor as if
+    the spout had completed one tree in all that time."""
+    src = Source()
+    flow = src.limit(round_secs=2.0)
+    flow.limited = True
+    for burst in range(3):  # a commit every 1.1 s acks everything in flight
+        src.now = 2.3 + 1.1 * burst
+        for _ in range(HOLD_MAX_LIMIT):
+            src.acks += 1
+            flow.acked(1)
+        assert flow.limit == HOLD_MAX_LIMIT
