@@ -335,7 +335,7 @@ def table(results: dict[str, list[Outcome]], records: int) -> list[str]:
                      f"{partial}")
     checks = []
     if bare and "engine" in med:
-        checks.append(("engine >= 0.85 x bare", med["engine"] / bare, 0.85))
+        checks.append(("engine >= 1.1 x bare", med["engine"] / bare, 1.1))
     if "engine" in med and med.get("quix"):
         checks.append(("engine >= 1.5 x quixstreams", med["engine"] / med["quix"], 1.5))
     if bare and "storm" in med:
