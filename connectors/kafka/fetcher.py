@@ -28,6 +28,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
+from itertools import repeat
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
@@ -129,25 +130,27 @@ class Fetcher:
 
     def ack_many(self, msg_ids: Iterable[MsgId]) -> None:
         """The tuples of ``msg_ids`` completed; each is ignored if its partition was revoked
-        since or it was done already."""
+        since or it was done already. Offsets are gathered per partition and marked done
+        there in one call each (acks come in runs from one partition)."""
         parts = self.parts
         key: tuple[str, int] | None = None
-        part: Partition | None = None
-        offsets: PartitionOffsets | None = None
-        touched: set[Partition] = set()  # where an offset was done: trimmed once at the end
+        gathered: dict[Partition, list[int]] = {}
+        mine: list[int] | None = None
         for topic, partition, offset in msg_ids:
             if key is None or key[0] != topic or key[1] != partition:
                 key = (topic, partition)
                 part = parts.get(key)  # type: ignore[call-overload]
-                offsets = None if part is None else part.offsets
-            if offsets is not None and part is not None:
-                records = part.records
-                if offset in records:
-                    del records[offset]
-                    offsets.done_unordered(offset)
-                    touched.add(part)
-        for part in touched:
-            self._trim(part)
+                mine = (None if part is None or part.offsets is None
+                        else gathered.setdefault(part, []))
+            if mine is not None:
+                mine.append(offset)
+        for part, offsets in gathered.items():
+            records, pop = part.records, part.records.pop
+            done = [o for o in offsets if o in records and pop(o)]
+            if done:
+                assert part.offsets is not None
+                part.offsets.done_all(done)
+                self._trim(part)
 
     def _done(self, part: Partition, offset: int) -> None:
         del part.records[offset]
@@ -231,24 +234,25 @@ class Fetcher:
             records = records[:room]
         if not records:
             return
-        offsets.track_many([r.offset for r in records])
+        at = [r.offset for r in records]
+        offsets.track_many(at)
         reasons: dict[int, str] = {}
         try:
             decoded: list[list[Any] | None] = list(self._decode_many(records))
         except DecodeError:
             decoded = [self._decode_one(r, reasons) for r in records]
-        by_offset = part.records
-        buffered = []
         topic, partition = tp.topic, tp.partition
-        for record, values in zip(records, decoded, strict=True):
-            offset = record.offset
-            pending = Pending((topic, partition, offset), values, record)
-            by_offset[offset] = pending
-            if values is not None:
-                buffered.append((part, pending))
+        pendings = [Pending((topic, partition, offset), values, record)
+                    for offset, values, record in zip(at, decoded, records, strict=True)]
+        part.records.update(zip(at, pendings, strict=True))
+        if not reasons:  # every record decoded: the common case, at C speed
+            self.buffer.extend(zip(repeat(part), pendings))
+            return
+        for pending in pendings:
+            if pending.values is not None:
+                self.buffer.append((part, pending))
             else:
-                self._on_undecodable(part, pending, reasons[offset])
-        self.buffer.extend(buffered)
+                self._on_undecodable(part, pending, reasons[pending.msg_id[2]])
 
     def _decode_one(self, record: Any, reasons: dict[int, str]) -> list[Any] | None:
         try:

@@ -86,6 +86,10 @@ class PartitionOffsets:
             return False
         return True
 
+    def done_all(self, offsets: list[int]) -> None:
+        """``done_unordered`` for each of ``offsets`` (all in flight), in one call."""
+        self._inflight.difference_update(offsets)
+
     def trim(self) -> None:
         """Move the commit point past every offset done at its head."""
         order, inflight = self._order, self._inflight

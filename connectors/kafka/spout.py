@@ -236,7 +236,8 @@ class KafkaSpout(Spout):
         n = self._emit_batch
         while n and buffer:
             part, pending = buffer.popleft()
-            if part.holds(pending):
+            # ``part.holds(pending)``, inlined: this runs once per record.
+            if not part.revoked and part.records.get(pending.msg_id[2]) is pending:
                 emit(pending.values, pending.msg_id)
                 n -= 1
         if len(buffer) <= fetcher.max_buffer // 2 and not fetcher.wake.is_set():

@@ -39,7 +39,7 @@ from engine.components import Bolt
 from engine.context import TopologyContext
 from engine.state.checkpoint import CHECKPOINT_STREAM
 from engine.topology import OutputFieldsDeclarer
-from engine.tuples import Tuple
+from engine.tuples import Source, Tuple
 from engine.usercall import awaitable, fail_on_error, report_on_error
 from engine.windowing.bolt import BaseWindowedBolt, TupleWindow
 from engine.windowing.manager import Activation, Expired, WindowManager
@@ -62,6 +62,8 @@ __all__ = ["LATE_TUPLE_FIELD", "DetachedTuple", "WindowedBoltExecutor", "build_m
 log = logging.getLogger("engine.windowing")
 
 LATE_TUPLE_FIELD = "late_tuple"
+
+NO_STAMP = -(1 << 63)  # below every stamp: none was read yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,31 +347,55 @@ class SyncWindowedBoltExecutor(WindowedBoltExecutor):
 
     def _on_time(self, batch: list[Tuple] | tuple[Tuple, ...]) -> tuple[list[Tuple], list[int]]:
         """The tuples of ``batch`` not late by their event time, and their stamps; a late
-        one is sent off here, one without an int stamp fails."""
+        one is sent off here, one without an int stamp fails. The watermark cannot move
+        within a batch, so each stream's latest stamp is told to it once per run of tuples
+        from one source, and a stamp field is read by its position in that source."""
         items: list[Tuple] = []
         stamps: list[int] = []
         extract, checked = self._extract, self._checked
         assert extract is not None and self.watermarks is not None
-        track = self.watermarks.track
-        fresh = self._fresh
+        watermark = self.watermarks.last_watermark
+        src: Source | None = None
+        at, high = -1, NO_STAMP
         for tup in batch:
-            if tup.is_tick():
-                continue
+            if tup._src is not src:
+                self._seen(src, high)
+                src, at, high = tup._src, self._stamp_at(tup), NO_STAMP
+            if at < -1:
+                continue  # a tick
             try:
-                ts = extract(tup)
+                ts = tup.values[at] if at >= 0 else extract(tup)
                 if type(ts) is not int:
                     ts = checked(tup, ts)
             except BaseException as exc:
                 fail_on_error(self.out, exc, (tup,))
                 continue
-            fresh = True
-            if track((tup.source_component, tup.source_stream), ts):
+            if ts > high:
+                high = ts
+            if ts >= watermark:
                 items.append(tup)
                 stamps.append(ts)
             else:
                 self._late(tup, ts)
-        self._fresh = fresh
+        self._seen(src, high)
         return items, stamps
+
+    def _stamp_at(self, tup: Tuple) -> int:
+        """Where ``_on_time`` finds the stamps of tuples from ``tup``'s source: -2 nowhere
+        (a tick), -1 through the extractor, else the timestamp field's position."""
+        if tup.is_tick():
+            return -2
+        field, fields = self.spec.timestamp_field, tup.fields
+        if self.spec.timestamp_extractor is not None or field is None or field not in fields:
+            return -1  # the extractor (or ``tup[field]``, which names the missing field)
+        return fields.index(field)
+
+    def _seen(self, src: Source | None, high: int) -> None:
+        """Tuples from ``src`` came, the latest stamped ``high`` (``NO_STAMP``: none read)."""
+        if src is not None and high != NO_STAMP:
+            assert self.watermarks is not None
+            self.watermarks.track((src.component, src.stream), high)
+            self._fresh = True
 
     def drain(self) -> None:
         """Act on the manager's outputs (most tuples cause none: nothing to start then)."""
