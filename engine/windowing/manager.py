@@ -106,6 +106,18 @@ class WindowManager:
                 self.add(item, ts, now)
             return
         self._now = now
+        if not stamps:
+            return
+        if stamps[0] >= self._last_ts and sorted(stamps) == stamps:  # in order: C speed
+            self.queue.extend(map(Event, items, stamps))
+            self._last_ts = stamps[-1]
+        else:
+            self._add_each(items, stamps)
+        self._since_expiry += len(items)
+        if self._since_expiry >= EXPIRE_EVENTS_THRESHOLD:
+            self._scan(full=False)
+
+    def _add_each(self, items: list[Any], stamps: list[int]) -> None:
         queue, last = self.queue, self._last_ts
         for item, ts in zip(items, stamps, strict=True):
             if ts >= last:
@@ -114,9 +126,6 @@ class WindowManager:
                 self._unordered()
             queue.append(Event(item, ts))
         self._last_ts = last
-        self._since_expiry += len(items)
-        if self._since_expiry >= EXPIRE_EVENTS_THRESHOLD:
-            self._scan(full=False)
 
     def add_watermark(self, ts: int, now: int) -> None:
         """Every event up to ``ts`` has arrived: event-time triggers evaluate up to it."""
