@@ -17,6 +17,13 @@ timestamps of the counts topic: from the 5 % mark to the last count, so group jo
 start-up are left out. Words per CPU second (this process's CPU time over the whole run)
 is steadier than the rate on a busy machine. With ``--runs N`` the table gives medians.
 Every run checks that the last count of every word is the truth.
+
+The restore rate (``--restore-records N``, 0 to skip; ``--skip-hop`` runs it alone): N
+changelog records over N/10 keys are written to one partition of a fresh changelog topic,
+then restored into a fresh SQLite state store, as a partition's new owner does
+(``restore_partition``: read from the beginning to the high watermark, batched
+transactions); the figure is changelog records per second into the partition's state, from
+the broker and for the store alone (records already in memory).
 """
 
 from __future__ import annotations
@@ -39,9 +46,16 @@ if str(_ROOT) not in sys.path:
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
 from benchlib import make_sentences, run_loop  # noqa: E402
 
+from connectors.kafka.changelog import (  # noqa: E402
+    ChangelogWriter,
+    ensure_changelog,
+    restore_partition,
+)
 from connectors.kafka.repartition import topic_name  # noqa: E402
 from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
 from engine import Config, LocalCluster  # noqa: E402
+from engine.state.changelog import ChangelogRestore, encode_changes  # noqa: E402
+from engine.state.store import SqliteStateStore  # noqa: E402
 
 FAST = {"kafka.consumer.session_timeout_ms": 2000, "kafka.consumer.heartbeat_interval_ms": 250}
 
@@ -165,18 +179,66 @@ async def bench(bootstrap: str, args: argparse.Namespace) -> dict[int, tuple[flo
             for w, runs in rates.items()}
 
 
+def _changelog(records: int) -> list[tuple[bytes, bytes]]:
+    keys = max(1, records // 10)
+    return [r for i in range(records)
+            for r in encode_changes({f"word{i % keys:07d}": i}, i + 1)]
+
+
+async def restore_rates(bootstrap: str, records: int, tmp: Path) -> tuple[float, float]:
+    """Changelog records per second restored from the broker, and by the store alone."""
+    log = _changelog(records)
+    alone = ChangelogRestore(SqliteStateStore(tmp / "alone.sqlite3"), "b/count/p0", records)
+    started = time.perf_counter()
+    alone.add(log)
+    alone.finish()
+    store_rate = records / (time.perf_counter() - started)
+    source, topic = f"bench-input-{time.monotonic_ns()}", f"bench-{time.monotonic_ns()}-changelog"
+    await _create(bootstrap, {source: 1})
+    await ensure_changelog(bootstrap, {}, [source], topic)
+    writer = ChangelogWriter(topic, bootstrap, {})
+    await writer.start()
+    try:
+        for at in range(0, records, 20000):
+            await writer.write(0, log[at:at + 20000])
+    finally:
+        await writer.stop()
+    restore = ChangelogRestore(SqliteStateStore(tmp / "kafka.sqlite3"), "b/count/p0", records)
+    applied, secs = await restore_partition(bootstrap, {}, topic, 0, restore)
+    if applied != records:
+        raise SystemExit(f"restored {applied} of {records} changelog records")
+    return records / secs, store_rate
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sentences", type=int, default=10000)
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--bootstrap-servers", default=None)
+    parser.add_argument("--restore-records", type=int, default=200000)
+    parser.add_argument("--skip-hop", action="store_true")
     args = parser.parse_args()
     if args.bootstrap_servers:
-        result = run_loop(bench(args.bootstrap_servers, args))
+        _run(args.bootstrap_servers, args)
     else:
         with TestingBroker() as broker:
-            result = run_loop(bench(broker.bootstrap, args))
+            _run(broker.bootstrap, args)
+
+
+def _run(bootstrap: str, args: argparse.Namespace) -> None:
+    if args.restore_records:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            kafka, store = run_loop(restore_rates(bootstrap, args.restore_records, Path(tmp)))
+        print(f"restore of one changelog partition, {args.restore_records} records over "
+              f"{max(1, args.restore_records // 10)} keys:")
+        print(f"  from the broker into SQLite: {kafka:>12,.0f} records/s")
+        print(f"  into SQLite alone:           {store:>12,.0f} records/s")
+    if args.skip_hop:
+        return
+    result = run_loop(bench(bootstrap, args))
     words = args.sentences * 10
     print(f"keyed Kafka word count, {args.sentences} sentences ({words} words), "
           f"{args.partitions} partitions, {args.runs} run(s), medians:")
