@@ -182,7 +182,7 @@ async def bench(bootstrap: str, args: argparse.Namespace) -> dict[int, tuple[flo
 def _changelog(records: int) -> list[tuple[bytes, bytes]]:
     keys = max(1, records // 10)
     return [r for i in range(records)
-            for r in encode_changes({f"word{i % keys:07d}": i}, i + 1)]
+            for r in encode_changes({f"word{i % keys:07d}": i}, i)]
 
 
 async def restore_rates(bootstrap: str, records: int, tmp: Path) -> tuple[float, float]:

@@ -1,16 +1,19 @@
 """Changelog records: one input partition's committed state changes as Kafka records, and
 their restore into the state store.
 
-A record's key is the state key as the store keeps it (JSON). Its value is the input offset
-the change covers (the next offset to read once the change is in: an ASCII integer), then,
-for a put, one space and the value as JSON; a deleted key has the offset alone (not a
-tombstone, so that compaction keeps the offset it covers). The restore never decodes JSON:
-it compares the offset and hands the bytes to SQLite.
+A record's key is the state key as the store keeps it (JSON). Its value starts with the
+lowest input offset among the tuples whose changes the record's checkpoint carries (an
+ASCII integer), then, for a put, one space and the value as JSON; a deleted key has the
+offset alone (not a tombstone, so that compaction keeps it). The restore never decodes
+JSON: it compares the offset and hands the bytes to SQLite.
 
 ``ChangelogRestore`` rebuilds one partition's namespace from its changelog read from the
-beginning: it skips every record whose covered offset is beyond the committed input offset
-(a change whose input will be read again), keeps the last record of each key, and writes
-``batch`` records per SQLite transaction.
+beginning, keeping the last record of each key and writing ``batch`` records per SQLite
+transaction. It skips a record whose lowest input offset is at or beyond the committed
+input offset: every tuple behind it will be read again, so the key's previous record is
+its value without them. A record with a lower offset is applied even if some of its
+tuples will be read again (tuples complete out of order): skipping it would lose the
+others, which will not; applying it over-counts those read again, as a restart does.
 """
 
 from __future__ import annotations
@@ -34,11 +37,11 @@ def partition_namespace(prefix: str, partition: int) -> str:
     return f"{prefix}/p{partition}"
 
 
-def encode_changes(changes: Mapping[Any, Any], covered: int) -> list[tuple[bytes, bytes]]:
+def encode_changes(changes: Mapping[Any, Any], first: int) -> list[tuple[bytes, bytes]]:
     """``changes`` (``DELETED`` for a removed key) as changelog ``(key, value)`` records
-    covering input offsets below ``covered``."""
+    of a checkpoint whose tuples' lowest input offset is ``first``."""
     dumps, deleted = orjson.dumps, DELETED
-    head = b"%d" % covered
+    head = b"%d" % first
     put = head + b" "
     return [(dumps(k), head if v is deleted else put + dumps(v)) for k, v in changes.items()]
 
@@ -66,7 +69,7 @@ class ChangelogRestore:
             if value is None:
                 continue  # a tombstone is not a record this engine writes
             offset, sep, body = value.partition(b" ")
-            if int(offset) > committed:
+            if int(offset) >= committed:
                 self.skipped += 1
                 continue
             pending[key] = body if sep else None
