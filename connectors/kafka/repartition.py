@@ -45,6 +45,7 @@ __all__ = [
     "RepartitionWriter",
     "ensure_topic",
     "hop",
+    "record_key",
     "topic_name",
 ]
 
@@ -178,14 +179,16 @@ class RepartitionWriter(KafkaBolt):
 
     def _record(self, tup: Any) -> tuple[bytes | None, bytes | None]:
         values = tup.values
-        at = self._at
-        if len(at) == 1:
-            # Never a None key: Kafka spreads keyless records over partitions.
-            value = values[at[0]]
-            key = b"null" if value is None else encode_key(value)
-        else:
-            key = _pack([values[i] for i in at])
-        return key, _pack(values)
+        return record_key(values, self._at), _pack(values)
+
+
+def record_key(values: Sequence[Any], at: Sequence[int]) -> bytes:
+    """The repartition key of a tuple's ``values``: the grouping fields at ``at``."""
+    if len(at) == 1:
+        # Never a None key: Kafka spreads keyless records over partitions.
+        value = values[at[0]]
+        return b"null" if value is None else encode_key(value)
+    return _pack([values[i] for i in at])
 
 
 class _Rows:
@@ -233,6 +236,15 @@ class RepartitionSpout(KafkaSpout):
         self.consumer_options = {**upstream.consumer_options, "auto_offset_reset": "earliest"}
         self.counters = KafkaSpoutMetrics()
         self.keyed_downstream = False
+
+    def changelog_input(self, component: str, key_fields: Sequence[str]) -> Any:
+        """What stateful bolt ``component``, grouped on ``key_fields`` behind this reader,
+        asks of Kafka to keep its state per partition (a ``ChangelogInput``)."""
+        from connectors.kafka.keyed_state import ChangelogInput
+
+        return ChangelogInput(self.group_id, self.topics[0], self.input_topics, component,
+                              self.bootstrap_servers, self.consumer_options, self.fields,
+                              key_fields)
 
     async def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         """Create or check the topic, then join the group and read it."""

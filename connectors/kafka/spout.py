@@ -50,7 +50,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from connectors.kafka import client_options
+from connectors.kafka import client_options, revocations
 from connectors.kafka.alone import SplitWatch
 from connectors.kafka.breaker import DeadLetterBreaker, DeadLetterLimit
 from connectors.kafka.broker_watch import BrokerWatch
@@ -355,6 +355,7 @@ class KafkaSpout(Spout):
         # otherwise the new owner would write them again.
         if self._writer is not None and self._writer.outstanding:
             await self._writer.wait_idle(5.0)
+        await revocations.revoked(self.group_id, [p.tp for p in parts])
 
     def _report(self, exc: BaseException) -> None:
         """A fetch-loop or commit error: an outage, or reported once per kind per interval."""

@@ -64,11 +64,12 @@ def with_hops(topology: Topology, conf: Mapping[str, Any]) -> Topology:
     origins = _origins(topology)
     edges = [(b, sub) for b in topology.bolts() for sub in b.inputs
              if sub.kind == "fields" and origins.get(sub.source) is not None]
-    if not edges:
-        return topology
     if conf.get(TOPOLOGY_WORKERS, 1) <= 1:
-        return _marked(topology, {origins[sub.source] for _, sub in edges})
-    return _rewritten(topology, origins)
+        return _marked(topology, {origins[sub.source] for _, sub in edges}) if edges else (
+            topology)
+    out = _rewritten(topology, origins) if edges else topology
+    _check_state(out)
+    return out
 
 
 def _is_keyed_source(obj: Any) -> bool:
@@ -125,8 +126,30 @@ def _rewritten(topology: Topology, origins: Mapping[str, str | None]) -> Topolog
         readers[reader.id], writers[writer.id] = reader, writer
         inputs = tuple(Subscription(reader.id, DEFAULT_STREAM, "fields", sub.fields)
                        if s is sub else s for s in d.inputs)
-        bolts[d.id] = _replace(d, inputs=inputs)
+        bolts[d.id] = _replace(d, inputs=inputs, obj=_partitioned(d, reader, sub))
     return Topology(MappingProxyType({**spouts, **readers, **bolts, **writers}))
+
+
+def _partitioned(bolt: ComponentDef, reader: ComponentDef, sub: Subscription) -> Any:
+    """``bolt``'s object, with its state kept per partition of ``reader`` if it has state
+    (its executor offers ``keyed``; the reader, ``changelog_input``)."""
+    keyed = getattr(bolt.obj, "keyed", None)
+    if not callable(keyed):
+        return bolt.obj
+    source = getattr(reader.obj, "changelog_input", None)
+    obj = keyed(source(bolt.id, tuple(sub.fields))) if callable(source) else None
+    return bolt.obj if obj is None else obj
+
+
+def _check_state(topology: Topology) -> None:
+    """Refuse a stateful bolt whose state would not follow its input's partitions."""
+    for d in topology.bolts():
+        if callable(getattr(d.obj, "keyed", None)) and not getattr(d.obj, "partitioned", False):
+            raise TopologyError(
+                f"bolt {d.id!r}: with topology.workers > 1 a stateful bolt keeps its state "
+                f"per input partition, so it must read through a fields grouping from a "
+                f"spout that shares its input across processes (a stateful windowed bolt "
+                f"cannot yet); run it with topology.workers=1")
 
 
 def _crosses(sub: Subscription, origins: Mapping[str, str | None],

@@ -108,5 +108,12 @@ class PartitionedState(KeyValueState):
         committed, self._committed = self._committed, {}
         return {p: c for p, c in committed.items() if c}
 
+    def give_back(self, changes: dict[int, dict[Any, Any]]) -> None:
+        """``changes`` taken by ``take_committed`` and not written: owed again (behind what
+        was committed since, which is newer)."""
+        for partition, changed in changes.items():
+            if partition in self.partitions:
+                self._committed[partition] = {**changed, **self._committed.get(partition, {})}
+
     def __repr__(self) -> str:
         return f"PartitionedState({self.namespace!r}, partitions {sorted(self.partitions)})"
