@@ -87,7 +87,7 @@ async def restore_partition(bootstrap: str | list[str], options: Mapping[str, An
     started = time.monotonic()
     tp = TopicPartition(topic, partition)
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                max_partition_fetch_bytes=8 << 20,
+                                max_partition_fetch_bytes=8 << 20, fetch_max_wait_ms=100,
                                 **client_options.shared(options))
     await consumer.start()
     try:
