@@ -137,6 +137,16 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
                     self.out.fail(tup)
                 self.parts.close(partition)
 
+    def metrics(self) -> dict[str, Any]:
+        """Restores done, changelog records they applied, partitions restoring now (and
+        the bolt's own metrics, if it has any)."""
+        own = getattr(getattr(self, "bolt", None), "metrics", None)
+        out: dict[str, Any] = dict(own()) if callable(own) else {}
+        holds = getattr(self, "holds", None)
+        out.update(state_restores=self.restores, state_restored_records=self.restored_records,
+                   state_restoring=0 if holds is None else len(holds.restoring()))
+        return out
+
     async def cleanup(self) -> None:
         holds = getattr(self, "holds", None)
         if holds is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -168,8 +169,8 @@ async def test_a_changelog_with_another_partition_count_is_refused(kafka_broker,
         errors[0]), errors[0]
 
 
-async def test_a_large_restore_holds_only_its_own_partition(kafka_broker, runs,
-                                                           tmp_path) -> None:
+async def test_a_large_restore_holds_only_its_own_partition(kafka_broker, runs, tmp_path,
+                                                           unused_tcp_port) -> None:
     """One process holds both partitions; partition 1's changelog is large: while it is
     restored, the counts of partition 0's words keep coming (no gap over 1 s), and then
     partition 1's counts start from its restored state."""
@@ -215,11 +216,19 @@ async def test_a_large_restore_holds_only_its_own_partition(kafka_broker, runs,
     conf = word_count_conf(bootstrap, sentences, counts, group,
                            **{"topology.state.checkpoint.interval.ms": 200,
                               "topology.workers": 2, "topology.state.dir": tmp_path})
-    run = Run(tmp_path / "one.log", conf, file=STATEFUL)
+    run = Run(tmp_path / "one.log", conf, "--http", f"127.0.0.1:{unused_tcp_port}",
+              file=STATEFUL)
     runs.append(run)
     truth = Counter(word for line in lines for word in line.split())
     truth[late] += 1000
     await wait_truth(bootstrap, counts, truth, runs, timeout=120)
+    scrape = await asyncio.to_thread(urllib.request.urlopen,
+                                     f"http://127.0.0.1:{unused_tcp_port}/metrics", None, 10)
+    figures = {line.split("{")[0]: float(line.rsplit(" ", 1)[1])
+               for line in scrape.read().decode().splitlines() if "component=\"count\"" in line}
+    assert figures["stormloop_state_restores_total"] == 2, figures
+    assert figures["stormloop_state_restored_records_total"] == n + 1, figures
+    assert figures["stormloop_state_restoring_partitions"] == 0, figures
     assert run.stop() == 0, run.text()[-3000:]
     secs, *_ = [float(line.split(" in ")[1].split(" s")[0]) for line in run.text().splitlines()
               if "partition 1 restored" in line]
