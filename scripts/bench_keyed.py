@@ -24,6 +24,13 @@ then restored into a fresh SQLite state store, as a partition's new owner does
 (``restore_partition``: read from the beginning to the high watermark, batched
 transactions); the figure is changelog records per second into the partition's state, from
 the broker and for the store alone (records already in memory).
+
+``--stateful-sentences N`` runs ``scripts/stateful_cpu_topology.py`` (the stateful word
+count with about 0.1 ms of arithmetic per word in the count bolt: CPU-bound) by the CLI
+with ``--workers 1`` and ``--workers 2`` on N sentences over 4 partitions (the count's
+state per partition, through the repartition topic, in two processes) and prints words per
+second of each, from the counts' timestamps as above, and their ratio. It needs two free
+cores.
 """
 
 from __future__ import annotations
@@ -179,6 +186,39 @@ async def bench(bootstrap: str, args: argparse.Namespace) -> dict[int, tuple[flo
             for w, runs in rates.items()}
 
 
+async def stateful_run(bootstrap: str, workers: int, sentences: list[str], partitions: int,
+                       tmp: Path) -> float:
+    """Words per second of ``topologies/stateful_word_count.py`` run by the CLI with
+    ``--workers`` ``workers`` (state per partition and the hop when 2), in steady state."""
+    import subprocess
+
+    tag = f"{time.monotonic_ns()}-{workers}"
+    source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-stateful-{tag}"
+    await _create(bootstrap, {source: partitions, counts: partitions})
+    await _fill(bootstrap, source, sentences)
+    truth = Counter(w for s in sentences for w in s.split())
+    total = sum(truth.values())
+    conf = {"kafka.bootstrap.servers": bootstrap, "kafka.sentences.topic": source,
+            "kafka.counts.topic": counts, "kafka.group.id": group,
+            "kafka.commit.interval.secs": 0.5, "topology.state.dir": str(tmp / tag),
+            "kafka.consumer.auto_offset_reset": "earliest", **FAST}
+    args = [sys.executable, "-m", "engine", "run",
+            str(_ROOT / "scripts" / "stateful_cpu_topology.py"), "--workers", str(workers)]
+    for key, value in conf.items():
+        args += ["--conf", f"{key}={value}"]
+    proc = subprocess.Popen(args, cwd=_ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        while await _committed(bootstrap, group, source, partitions) < len(sentences):
+            await asyncio.sleep(0.5)
+        records = await _counts(bootstrap, counts, partitions, total)
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    _check(records, truth)
+    return _rate(records)
+
+
 def _changelog(records: int) -> list[tuple[bytes, bytes]]:
     keys = max(1, records // 10)
     return [r for i in range(records)
@@ -218,6 +258,7 @@ def main() -> None:
     parser.add_argument("--bootstrap-servers", default=None)
     parser.add_argument("--restore-records", type=int, default=200000)
     parser.add_argument("--skip-hop", action="store_true")
+    parser.add_argument("--stateful-sentences", type=int, default=0)
     args = parser.parse_args()
     if args.bootstrap_servers:
         _run(args.bootstrap_servers, args)
@@ -236,6 +277,8 @@ def _run(bootstrap: str, args: argparse.Namespace) -> None:
               f"{max(1, args.restore_records // 10)} keys:")
         print(f"  from the broker into SQLite: {kafka:>12,.0f} records/s")
         print(f"  into SQLite alone:           {store:>12,.0f} records/s")
+    if args.stateful_sentences:
+        _stateful(bootstrap, args)
     if args.skip_hop:
         return
     result = run_loop(bench(bootstrap, args))
@@ -248,6 +291,20 @@ def _run(bootstrap: str, args: argparse.Namespace) -> None:
         print(f"  {label:<51}{result[workers][0]:>10,.0f}{result[workers][1]:>14,.0f}")
     print(f"  ratio: {result[2][0] / result[1][0]:.2f} of the in-process rate, "
           f"{result[2][1] / result[1][1]:.2f} per CPU second")
+
+
+def _stateful(bootstrap: str, args: argparse.Namespace) -> None:
+    import tempfile
+
+    sentences = make_sentences(args.stateful_sentences, vocabulary=1000, seed=7)
+    with tempfile.TemporaryDirectory() as tmp:
+        rates = {w: run_loop(stateful_run(bootstrap, w, sentences, 4, Path(tmp)))
+                 for w in (1, 2)}
+    print(f"CPU-bound stateful word count by the CLI, {len(sentences)} sentences, "
+          f"4 partitions:")
+    for workers, rate in rates.items():
+        print(f"  --workers {workers}: {rate:>12,.0f} words/s")
+    print(f"  ratio: {rates[2] / rates[1]:.2f}")
 
 
 if __name__ == "__main__":

@@ -57,8 +57,9 @@ class StatefulWordCount(StatefulBolt):
         self.collector.ack(tup)
 
 
-def build(conf: Config) -> Topology:
-    """The topology for ``conf`` (keys and defaults in ``CONF``)."""
+def build(conf: Config, count: StatefulBolt | None = None) -> Topology:
+    """The topology for ``conf`` (keys and defaults in ``CONF``); ``count`` in place of
+    ``StatefulWordCount`` if given."""
     bootstrap = str(conf["kafka.bootstrap.servers"])
     spout = KafkaSpout(str(conf["kafka.sentences.topic"]), bootstrap,
                        str(conf["kafka.group.id"]), fields=("key", "value"),
@@ -67,7 +68,7 @@ def build(conf: Config) -> Topology:
     builder = TopologyBuilder()
     builder.set_spout("sentences", spout)
     builder.set_bolt("split", SplitSentence(), 2).shuffle_grouping("sentences")
-    builder.set_bolt("count", StatefulWordCount(), 2).fields_grouping("split", ["word"])
+    builder.set_bolt("count", count or StatefulWordCount(), 2).fields_grouping("split", ["word"])
     builder.set_bolt("counts", KafkaBolt(str(conf["kafka.counts.topic"]), bootstrap,
                                          key_field="word", value_field="count"),
                      ).fields_grouping("count", ["word"])
