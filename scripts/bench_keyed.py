@@ -146,16 +146,23 @@ def _check(records: list[Any], truth: Counter[str]) -> None:
         raise SystemExit(f"wrong counts for {len(wrong)} words, e.g. {wrong[:5]}")
 
 
+async def _topics(bootstrap: str, suffix: str, sentences: list[str],
+                  partitions: int) -> tuple[str, str, str, str, Counter[str]]:
+    """Fresh input and counts topics, the input filled: tag, topics, group and the truth."""
+    tag = f"{time.monotonic_ns()}-{suffix}"
+    source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-keyed-{tag}"
+    await _create(bootstrap, {source: partitions, counts: partitions})
+    await _fill(bootstrap, source, sentences)
+    return tag, source, counts, group, Counter(w for s in sentences for w in s.split())
+
+
 async def one_run(bootstrap: str, workers: int, sentences: list[str], partitions: int,
                   run: int) -> tuple[float, float]:
     """Words per second of one run of the word count at ``workers``, and words per second
     of this process's CPU time (start-up and group joins included)."""
     module = _word_count_module()
-    tag = f"{time.monotonic_ns()}-{workers}-{run}"
-    source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-keyed-{tag}"
-    await _create(bootstrap, {source: partitions, counts: partitions})
-    await _fill(bootstrap, source, sentences)
-    truth = Counter(w for s in sentences for w in s.split())
+    _, source, counts, group, truth = await _topics(bootstrap, f"{workers}-{run}", sentences,
+                                                    partitions)
     total = sum(truth.values())
     conf = Config(module.CONF)
     conf.update({"kafka.bootstrap.servers": bootstrap, "kafka.sentences.topic": source,
@@ -192,11 +199,8 @@ async def stateful_run(bootstrap: str, workers: int, sentences: list[str], parti
     ``--workers`` ``workers`` (state per partition and the hop when 2), in steady state."""
     import subprocess
 
-    tag = f"{time.monotonic_ns()}-{workers}"
-    source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-stateful-{tag}"
-    await _create(bootstrap, {source: partitions, counts: partitions})
-    await _fill(bootstrap, source, sentences)
-    truth = Counter(w for s in sentences for w in s.split())
+    tag, source, counts, group, truth = await _topics(bootstrap, f"s{workers}", sentences,
+                                                    partitions)
     total = sum(truth.values())
     conf = {"kafka.bootstrap.servers": bootstrap, "kafka.sentences.topic": source,
             "kafka.counts.topic": counts, "kafka.group.id": group,

@@ -137,14 +137,16 @@ async def wait_truth(bootstrap: str, counts: str, truth: Counter[str], runs: lis
                              f"{logs}") from None
 
 
-async def keyed_run(kafka_broker, runs: list[Run], tmp_path: Path, start) -> None:
-    """Start the word count with ``start(conf)``, write the input once the members share
-    both topics, and check that every word's last count is exactly the truth."""
+async def keyed_run(kafka_broker, runs: list[Run], tmp_path: Path, start,
+                    **more: object) -> None:
+    """Start the word count with ``start(conf)`` (``more`` added to the conf), write the
+    input once the members share both topics, and check that every word's last count is
+    exactly the truth."""
     bootstrap = kafka_broker.bootstrap
     sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
     await kafka_broker.create_topic(sentences, 2)
     await kafka_broker.create_topic(counts, 2)
-    conf = word_count_conf(bootstrap, sentences, counts, group)
+    conf = word_count_conf(bootstrap, sentences, counts, group, **more)
     start(conf)
     await wait_split(runs, [sentences, topic_name(group, "count")], 2, 2)
     lines = sentences_of(1500)

@@ -29,6 +29,7 @@ from tests.connectors.kafka.test_keyed_processes import (
     REPO,
     WORDS,
     Run,
+    keyed_run,
     last_counts,
     sentences_of,
     wait_split,
@@ -47,23 +48,10 @@ def runs(supervised: list[Supervised]) -> list[Supervised]:  # noqa: F811 (the f
 
 
 async def stateful_run(kafka_broker, runs: list[Run], tmp_path: Path, start) -> None:
-    """Start the stateful word count with ``start(conf)``, write the input once the
-    members share the topics, and check that every word's last count is the truth."""
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
-    conf = word_count_conf(bootstrap, sentences, counts, group,
-                           **{"topology.state.checkpoint.interval.ms": 200})
-    start(conf)
-    await wait_split(runs, [sentences, topic_name(group, "count")], 2, 2)
-    lines = sentences_of(1500)
-    await produce(bootstrap, sentences, [(None, line.encode()) for line in lines])
-    truth = Counter(word for line in lines for word in line.split())
-    await wait_truth(bootstrap, counts, truth, runs)
-    for run in runs:
-        assert run.stop() == 0, run.text()[-3000:]
-    assert await last_counts(bootstrap, counts) == truth
+    """The keyed run of the stateful word count: exact counts, and each partition's state
+    restored (empty) by the process that holds it."""
+    await keyed_run(kafka_broker, runs, tmp_path, start,
+                    **{"topology.state.checkpoint.interval.ms": 200})
     restored = {line.split("partition ")[1].split(" ")[0] for run in runs
                 for line in run.text().splitlines() if "changelog records in" in line}
     assert restored == {"0", "1"}, "each partition's state restored by its owner"
