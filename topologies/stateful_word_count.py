@@ -12,6 +12,11 @@ only sentences not yet covered: counts are never lower than the truth, and over-
 most the words processed after the last commit (at least once, as Storm promises).
 No ``topology.max.spout.pending``: the spout's trees in flight follow what each checkpoint
 round completes (set one to cap them).
+
+Under ``--workers N`` (or ``topology.workers=N`` on each of N hosts) the count's fields
+grouping goes through a repartition topic and its state is kept per input partition,
+backed by the changelog topic ``<group>-count-changelog``: a partition's counts move with
+it to whichever process holds it (docs/scaling.md).
 """
 
 from __future__ import annotations
