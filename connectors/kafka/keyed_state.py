@@ -6,11 +6,13 @@ is what its executor asks of Kafka:
 
 - ``partition_of(values)``: a tuple's input partition, from its grouping fields, as the
   writer chose it (Kafka's default partitioner);
-- ``start(on_revoked)``: create or check the changelog topic (its partition count must be
-  the input's: ``PartitionMismatch`` otherwise), start its producer, and have
-  ``on_revoked(partitions)`` called while the group takes partitions away;
+- ``start(on_revoked, on_assigned)``: create or check the changelog topic (its partition
+  count must be the input's: ``PartitionMismatch`` otherwise), start its producer, and have
+  ``on_revoked(partitions)`` called while the group takes partitions away and
+  ``on_assigned(partitions)`` once it gave new ones;
 - ``restore(partition, store, namespace)``: rebuild the partition's state from its
-  changelog, up to the group's committed input offset;
+  changelog, up to the group's committed input offset; the spouts of this process do not
+  fetch the partition meanwhile;
 - ``write(changes)``: write each partition's committed changes, each record carrying the
   group's committed input offset at that moment (a bound below every tuple behind it,
   which are not acked yet), and return once the broker confirmed them all.
@@ -54,6 +56,7 @@ class ChangelogInput:
         self._at = tuple(list(fields).index(f) for f in key_fields)
         self.partitions: list[int] = []
         self._callback: Callable[[list[int]], Awaitable[None]] | None = None
+        self._on_assigned: Callable[[list[int]], Awaitable[None]] | None = None
         self._writer: ChangelogWriter | None = None
         self._offsets: AIOKafkaConsumer | None = None
 
@@ -62,8 +65,10 @@ class ChangelogInput:
         partitions = self.partitions
         return default_partition(record_key(values, self._at), partitions, partitions)
 
-    async def start(self, on_revoked: Callable[[list[int]], Awaitable[None]]) -> None:
-        """Create or check the changelog, start its clients, follow revocations."""
+    async def start(self, on_revoked: Callable[[list[int]], Awaitable[None]],
+                    on_assigned: Callable[[list[int]], Awaitable[None]] | None = None) -> None:
+        """Create or check the changelog, start its clients, follow revocations (and
+        assignments)."""
         count = await ensure_changelog(self.bootstrap, self.options, self.sources, self.topic)
         self.partitions = list(range(count))
         self._writer = ChangelogWriter(self.topic, self.bootstrap, self.options)
@@ -74,6 +79,9 @@ class ChangelogInput:
         await self._offsets.start()
         self._callback = on_revoked
         revocations.subscribe(self.group, self.input, on_revoked)
+        self._on_assigned = on_assigned
+        if on_assigned is not None:
+            revocations.subscribe(self.group, self.input, on_assigned, "assigned")
 
     async def committed(self, partition: int) -> int:
         """The group's committed offset of input ``partition`` (0 if none)."""
@@ -84,9 +92,14 @@ class ChangelogInput:
                       namespace: str) -> tuple[int, int, float]:
         """Rebuild ``namespace`` from changelog ``partition``: records applied, records
         skipped (beyond the committed offset), seconds."""
-        restore = ChangelogRestore(store, namespace, await self.committed(partition))
-        applied, secs = await restore_partition(self.bootstrap, self.options, self.topic,
-                                                partition, restore)
+        tp = TopicPartition(self.input, partition)
+        revocations.hold_back(self.group, tp)  # its records wait in Kafka meanwhile
+        try:
+            restore = ChangelogRestore(store, namespace, await self.committed(partition))
+            applied, secs = await restore_partition(self.bootstrap, self.options, self.topic,
+                                                    partition, restore)
+        finally:
+            revocations.release(self.group, tp)
         return applied, restore.skipped, secs
 
     async def write(self, changes: Mapping[int, Mapping[Any, Any]]) -> None:
@@ -101,6 +114,9 @@ class ChangelogInput:
         if self._callback is not None:
             revocations.unsubscribe(self.group, self.input, self._callback)
             self._callback = None
+        if self._on_assigned is not None:
+            revocations.unsubscribe(self.group, self.input, self._on_assigned, "assigned")
+            self._on_assigned = None
         for client in (self._writer, self._offsets):
             if client is not None:
                 await client.stop()

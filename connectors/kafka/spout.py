@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -196,6 +197,8 @@ class KafkaSpout(Spout):
             commit_every=max_pending or self.max_uncommitted_offsets,
             drain_secs=self.revoke_drain_secs)
         self._fetcher.on_commit_error = self._report
+        self._fetcher.held_back = functools.partial(revocations.held_back, self.group_id)
+        self._fetcher.on_assigned = functools.partial(revocations.assigned, self.group_id)
         try:
             await self._start_clients()
         except BaseException:

@@ -6,8 +6,9 @@ as a background task; that tuple and the partition's next ones are held, in arri
 order; tuples of partitions already in place run at once. When the restore ends,
 ``on_ready(partition, held)`` gets the held tuples to run, in order; when it fails,
 ``on_failed(partition, exc, held)`` gets them to fail (their spout replays them) and the
-partition's next tuple starts a new restore. ``drop`` (the partition was revoked) cancels
-a restore in progress and returns what was held.
+partition's next tuple starts a new restore. ``start`` restores a partition before its
+first tuple (on its assignment). ``drop`` (the partition was revoked) cancels a restore in
+progress and returns what was held.
 """
 
 from __future__ import annotations
@@ -37,11 +38,16 @@ class PartitionHolds:
         (started here if none runs)."""
         if partition in self.ready:
             return True
-        self._held.setdefault(partition, []).append(tup)
-        if partition not in self._tasks:
+        self.start(partition)
+        self._held[partition].append(tup)
+        return False
+
+    def start(self, partition: int) -> None:
+        """Restore ``partition`` now (it was assigned), unless in place or restoring."""
+        if partition not in self.ready and partition not in self._tasks:
+            self._held.setdefault(partition, [])
             self._tasks[partition] = asyncio.get_running_loop().create_task(
                 self._run(partition), name=f"restore partition {partition}")
-        return False
 
     def restoring(self) -> list[int]:
         """The partitions whose restore is in progress."""

@@ -6,9 +6,10 @@ repartition hop (``engine/keyed``). The bolt's API does not change: ``init_state
 ``KeyValueState`` (a ``PartitionedState``), and before each tuple its input partition is
 selected. Besides what ``StatefulBoltExecutor`` does:
 
-- the first tuple of a partition restores that partition's state from its changelog in
-  the background (``PartitionHolds``): only that partition's tuples wait; one log line
-  says how many records it took and how long;
+- a partition assigned (or, failing that, its first tuple) starts the restore of its state
+  from its changelog in the background (``PartitionHolds``): its records are not fetched
+  meanwhile and only its tuples wait; one log line says how many records it took and how
+  long;
 - at each checkpoint COMMIT, what each partition's commit changed is written to its
   changelog and confirmed by the broker before the tuples it covers are acked (so before
   their input offsets can be committed); a failed write fails the checkpoint and keeps
@@ -46,8 +47,9 @@ class PartitionedInput(Protocol):
         """The input partition of a tuple with ``values``."""
         ...
 
-    async def start(self, on_revoked: Any) -> None:
-        """Create or check the changelog; call ``on_revoked(partitions)`` on revocations."""
+    async def start(self, on_revoked: Any, on_assigned: Any = None) -> None:
+        """Create or check the changelog; call ``on_revoked(partitions)`` on revocations
+        and ``on_assigned(partitions)`` on assignments."""
 
     async def restore(self, partition: int, store: SqliteStateStore,
                       namespace: str) -> tuple[int, int, float]:
@@ -83,7 +85,7 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
                       collector: Any) -> None:
         await super().prepare(conf, context, collector)
-        await self.source.start(self._revoked)
+        await self.source.start(self._revoked, self._assigned)
 
     async def _handle(self, tup: Tuple) -> None:
         if not self.initialized:
@@ -129,6 +131,10 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
             except BaseException:
                 self.parts.give_back(changes)
                 raise
+
+    async def _assigned(self, partitions: list[int]) -> None:
+        for partition in partitions:
+            self.holds.start(partition)
 
     async def _revoked(self, partitions: list[int]) -> None:
         async with self.writing:
