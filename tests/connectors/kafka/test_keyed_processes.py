@@ -173,15 +173,8 @@ async def test_word_count_as_two_hosts_is_exact(kafka_broker, runs, tmp_path) ->
     await keyed_run(kafka_broker, runs, tmp_path, start)
 
 
-async def test_repartition_topic_with_other_partition_count_is_refused(
-        kafka_broker, tmp_path) -> None:
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
-    await kafka_broker.create_topic(topic_name(group, "count"), 3)
-    conf = word_count_conf(bootstrap, sentences, counts, group)
-    run = Run(tmp_path / "refused.log", conf, "--workers", "2")
+async def refusal(run: Run) -> str:
+    """The first error line of ``run``, which must exit with status 2 within a minute."""
     try:
         code = await asyncio.to_thread(run.proc.wait, 60)
     finally:
@@ -190,7 +183,18 @@ async def test_repartition_topic_with_other_partition_count_is_refused(
     errors = [line for line in run.text().splitlines() if "error:" in line]
     assert code == 2, run.text()[-3000:]
     assert errors, run.text()[-3000:]
-    line = errors[0]
+    return errors[0]
+
+
+async def test_repartition_topic_with_other_partition_count_is_refused(
+        kafka_broker, tmp_path) -> None:
+    bootstrap = kafka_broker.bootstrap
+    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
+    await kafka_broker.create_topic(sentences, 2)
+    await kafka_broker.create_topic(counts, 2)
+    await kafka_broker.create_topic(topic_name(group, "count"), 3)
+    conf = word_count_conf(bootstrap, sentences, counts, group)
+    line = await refusal(Run(tmp_path / "refused.log", conf, "--workers", "2"))
     assert f"{topic_name(group, 'count')!r} has 3 partitions" in line, line
     assert f"its input {sentences} has 2" in line, line
 

@@ -31,6 +31,7 @@ from tests.connectors.kafka.test_keyed_processes import (
     Run,
     keyed_run,
     last_counts,
+    refusal,
     sentences_of,
     wait_split,
     wait_truth,
@@ -143,18 +144,10 @@ async def test_a_changelog_with_another_partition_count_is_refused(kafka_broker,
     await kafka_broker.create_topic(changelog, 3, {"cleanup.policy": "compact",
                                                    "retention.ms": "-1"})
     conf = word_count_conf(bootstrap, sentences, counts, group)
-    run = Run(tmp_path / "refused.log", {**conf, "topology.state.dir": tmp_path}, "--workers",
-              "2", file=STATEFUL)
-    try:
-        code = await asyncio.to_thread(run.proc.wait, 60)
-    finally:
-        if run.proc.poll() is None:
-            run.proc.kill()
-    errors = [line for line in run.text().splitlines() if "error:" in line]
-    assert code == 2, run.text()[-3000:]
-    assert errors, run.text()[-3000:]
+    line = await refusal(Run(tmp_path / "refused.log", {**conf, "topology.state.dir": tmp_path},
+                             "--workers", "2", file=STATEFUL))
     assert f"changelog topic {changelog!r} has 3 partitions, its input {sentences} has 2" in (
-        errors[0]), errors[0]
+        line), line
 
 
 async def test_a_large_restore_holds_only_its_own_partition(kafka_broker, runs, tmp_path,
