@@ -2,8 +2,9 @@
 their restore into the state store.
 
 A record's key is the state key as the store keeps it (JSON). Its value starts with the
-lowest input offset among the tuples whose changes the record's checkpoint carries (an
-ASCII integer), then, for a put, one space and the value as JSON; a deleted key has the
+lowest input offset among the tuples whose changes the record's checkpoint carries, or a
+bound below it such as the input offset committed when it was written (an ASCII integer),
+then, for a put, one space and the value as JSON; a deleted key has the
 offset alone (not a tombstone, so that compaction keeps it). The restore never decodes
 JSON: it compares the offset and hands the bytes to SQLite.
 
