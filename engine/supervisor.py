@@ -5,7 +5,8 @@ plain ``python -m engine run FILE`` with the same options) and:
 
 - refuses a topology whose spouts cannot share their input across processes (a spout
   class declares it can with ``shared_across_processes = True``; ``KafkaSpout`` does: its
-  processes split the partitions through the consumer group);
+  processes split the partitions through the consumer group); a spout that each process
+  runs for itself (``per_process = True``: the checkpoint spout) is accepted;
 - restarts a worker that dies (a crash, SIGKILL, an OOM kill) after a backoff that doubles
   from ``RESTART_BACKOFF`` up to ``RESTART_BACKOFF_MAX`` and resets once a worker stayed up
   ``STABLE_SECS``; every exit and restart is logged. A worker that ends by itself (status
@@ -54,6 +55,8 @@ def refusal(topology: Topology, workers: int) -> str | None:
     """Why ``topology`` cannot run in ``workers`` processes, or None if it can."""
     for spout in topology.spouts():
         obj = spout.obj
+        if getattr(obj, "per_process", False):
+            continue  # each process runs its own (the checkpoint spout)
         if not getattr(obj, "shared_across_processes", False):
             return (f"--workers {workers}: spout {spout.id!r} ({type(obj).__name__}) cannot "
                     f"share its input across processes (each would read all of it); "

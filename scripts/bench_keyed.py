@@ -17,6 +17,20 @@ timestamps of the counts topic: from the 5 % mark to the last count, so group jo
 start-up are left out. Words per CPU second (this process's CPU time over the whole run)
 is steadier than the rate on a busy machine. With ``--runs N`` the table gives medians.
 Every run checks that the last count of every word is the truth.
+
+The restore rate (``--restore-records N``, 0 to skip; ``--skip-hop`` runs it alone): N
+changelog records over N/10 keys are written to one partition of a fresh changelog topic,
+then restored into a fresh SQLite state store, as a partition's new owner does
+(``restore_partition``: read from the beginning to the high watermark, batched
+transactions); the figure is changelog records per second into the partition's state, from
+the broker and for the store alone (records already in memory).
+
+``--stateful-sentences N`` runs ``scripts/stateful_cpu_topology.py`` (the stateful word
+count with about 0.1 ms of arithmetic per word in the count bolt: CPU-bound) by the CLI
+with ``--workers 1`` and ``--workers 2`` on N sentences over 4 partitions (the count's
+state per partition, through the repartition topic, in two processes) and prints words per
+second of each, from the counts' timestamps as above, and their ratio. It needs two free
+cores.
 """
 
 from __future__ import annotations
@@ -39,9 +53,16 @@ if str(_ROOT) not in sys.path:
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
 from benchlib import make_sentences, run_loop  # noqa: E402
 
+from connectors.kafka.changelog import (  # noqa: E402
+    ChangelogWriter,
+    ensure_changelog,
+    restore_partition,
+)
 from connectors.kafka.repartition import topic_name  # noqa: E402
 from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
 from engine import Config, LocalCluster  # noqa: E402
+from engine.state.changelog import ChangelogRestore, encode_changes  # noqa: E402
+from engine.state.store import SqliteStateStore  # noqa: E402
 
 FAST = {"kafka.consumer.session_timeout_ms": 2000, "kafka.consumer.heartbeat_interval_ms": 250}
 
@@ -125,16 +146,23 @@ def _check(records: list[Any], truth: Counter[str]) -> None:
         raise SystemExit(f"wrong counts for {len(wrong)} words, e.g. {wrong[:5]}")
 
 
+async def _topics(bootstrap: str, suffix: str, sentences: list[str],
+                  partitions: int) -> tuple[str, str, str, str, Counter[str]]:
+    """Fresh input and counts topics, the input filled: tag, topics, group and the truth."""
+    tag = f"{time.monotonic_ns()}-{suffix}"
+    source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-keyed-{tag}"
+    await _create(bootstrap, {source: partitions, counts: partitions})
+    await _fill(bootstrap, source, sentences)
+    return tag, source, counts, group, Counter(w for s in sentences for w in s.split())
+
+
 async def one_run(bootstrap: str, workers: int, sentences: list[str], partitions: int,
                   run: int) -> tuple[float, float]:
     """Words per second of one run of the word count at ``workers``, and words per second
     of this process's CPU time (start-up and group joins included)."""
     module = _word_count_module()
-    tag = f"{time.monotonic_ns()}-{workers}-{run}"
-    source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-keyed-{tag}"
-    await _create(bootstrap, {source: partitions, counts: partitions})
-    await _fill(bootstrap, source, sentences)
-    truth = Counter(w for s in sentences for w in s.split())
+    _, source, counts, group, truth = await _topics(bootstrap, f"{workers}-{run}", sentences,
+                                                    partitions)
     total = sum(truth.values())
     conf = Config(module.CONF)
     conf.update({"kafka.bootstrap.servers": bootstrap, "kafka.sentences.topic": source,
@@ -165,18 +193,99 @@ async def bench(bootstrap: str, args: argparse.Namespace) -> dict[int, tuple[flo
             for w, runs in rates.items()}
 
 
+async def stateful_run(bootstrap: str, workers: int, sentences: list[str], partitions: int,
+                       tmp: Path) -> float:
+    """Words per second of ``topologies/stateful_word_count.py`` run by the CLI with
+    ``--workers`` ``workers`` (state per partition and the hop when 2), in steady state."""
+    import subprocess
+
+    tag, source, counts, group, truth = await _topics(bootstrap, f"s{workers}", sentences,
+                                                    partitions)
+    total = sum(truth.values())
+    conf = {"kafka.bootstrap.servers": bootstrap, "kafka.sentences.topic": source,
+            "kafka.counts.topic": counts, "kafka.group.id": group,
+            "kafka.commit.interval.secs": 0.5, "topology.state.dir": str(tmp / tag),
+            "kafka.consumer.auto_offset_reset": "earliest", **FAST}
+    args = [sys.executable, "-m", "engine", "run",
+            str(_ROOT / "scripts" / "stateful_cpu_topology.py"), "--workers", str(workers)]
+    for key, value in conf.items():
+        args += ["--conf", f"{key}={value}"]
+    proc = subprocess.Popen(args, cwd=_ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        while await _committed(bootstrap, group, source, partitions) < len(sentences):
+            await asyncio.sleep(0.5)
+        records = await _counts(bootstrap, counts, partitions, total)
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    _check(records, truth)
+    return _rate(records)
+
+
+def _changelog(records: int) -> list[tuple[bytes, bytes]]:
+    keys = max(1, records // 10)
+    return [r for i in range(records)
+            for r in encode_changes({f"word{i % keys:07d}": i}, i)]
+
+
+async def restore_rates(bootstrap: str, records: int, tmp: Path) -> tuple[float, float]:
+    """Changelog records per second restored from the broker, and by the store alone."""
+    log = _changelog(records)
+    alone = ChangelogRestore(SqliteStateStore(tmp / "alone.sqlite3"), "b/count/p0", records)
+    started = time.perf_counter()
+    alone.add(log)
+    alone.finish()
+    store_rate = records / (time.perf_counter() - started)
+    source, topic = f"bench-input-{time.monotonic_ns()}", f"bench-{time.monotonic_ns()}-changelog"
+    await _create(bootstrap, {source: 1})
+    await ensure_changelog(bootstrap, {}, [source], topic)
+    writer = ChangelogWriter(topic, bootstrap, {})
+    await writer.start()
+    try:
+        for at in range(0, records, 20000):
+            await writer.write(0, log[at:at + 20000])
+    finally:
+        await writer.stop()
+    restore = ChangelogRestore(SqliteStateStore(tmp / "kafka.sqlite3"), "b/count/p0", records)
+    applied, secs = await restore_partition(bootstrap, {}, topic, 0, restore)
+    if applied != records:
+        raise SystemExit(f"restored {applied} of {records} changelog records")
+    return records / secs, store_rate
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sentences", type=int, default=10000)
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--bootstrap-servers", default=None)
+    parser.add_argument("--restore-records", type=int, default=200000)
+    parser.add_argument("--skip-hop", action="store_true")
+    parser.add_argument("--stateful-sentences", type=int, default=0)
     args = parser.parse_args()
     if args.bootstrap_servers:
-        result = run_loop(bench(args.bootstrap_servers, args))
+        _run(args.bootstrap_servers, args)
     else:
         with TestingBroker() as broker:
-            result = run_loop(bench(broker.bootstrap, args))
+            _run(broker.bootstrap, args)
+
+
+def _run(bootstrap: str, args: argparse.Namespace) -> None:
+    if args.restore_records:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            kafka, store = run_loop(restore_rates(bootstrap, args.restore_records, Path(tmp)))
+        print(f"restore of one changelog partition, {args.restore_records} records over "
+              f"{max(1, args.restore_records // 10)} keys:")
+        print(f"  from the broker into SQLite: {kafka:>12,.0f} records/s")
+        print(f"  into SQLite alone:           {store:>12,.0f} records/s")
+    if args.stateful_sentences:
+        _stateful(bootstrap, args)
+    if args.skip_hop:
+        return
+    result = run_loop(bench(bootstrap, args))
     words = args.sentences * 10
     print(f"keyed Kafka word count, {args.sentences} sentences ({words} words), "
           f"{args.partitions} partitions, {args.runs} run(s), medians:")
@@ -186,6 +295,20 @@ def main() -> None:
         print(f"  {label:<51}{result[workers][0]:>10,.0f}{result[workers][1]:>14,.0f}")
     print(f"  ratio: {result[2][0] / result[1][0]:.2f} of the in-process rate, "
           f"{result[2][1] / result[1][1]:.2f} per CPU second")
+
+
+def _stateful(bootstrap: str, args: argparse.Namespace) -> None:
+    import tempfile
+
+    sentences = make_sentences(args.stateful_sentences, vocabulary=1000, seed=7)
+    with tempfile.TemporaryDirectory() as tmp:
+        rates = {w: run_loop(stateful_run(bootstrap, w, sentences, 4, Path(tmp)))
+                 for w in (1, 2)}
+    print(f"CPU-bound stateful word count by the CLI, {len(sentences)} sentences, "
+          f"4 partitions:")
+    for workers, rate in rates.items():
+        print(f"  --workers {workers}: {rate:>12,.0f} words/s")
+    print(f"  ratio: {rates[2] / rates[1]:.2f}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,11 @@ only sentences not yet covered: counts are never lower than the truth, and over-
 most the words processed after the last commit (at least once, as Storm promises).
 No ``topology.max.spout.pending``: the spout's trees in flight follow what each checkpoint
 round completes (set one to cap them).
+
+Under ``--workers N`` (or ``topology.workers=N`` on each of N hosts) the count's fields
+grouping goes through a repartition topic and its state is kept per input partition,
+backed by the changelog topic ``<group>-count-changelog``: a partition's counts move with
+it to whichever process holds it (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -57,8 +62,9 @@ class StatefulWordCount(StatefulBolt):
         self.collector.ack(tup)
 
 
-def build(conf: Config) -> Topology:
-    """The topology for ``conf`` (keys and defaults in ``CONF``)."""
+def build(conf: Config, count: StatefulBolt | None = None) -> Topology:
+    """The topology for ``conf`` (keys and defaults in ``CONF``); ``count`` in place of
+    ``StatefulWordCount`` if given."""
     bootstrap = str(conf["kafka.bootstrap.servers"])
     spout = KafkaSpout(str(conf["kafka.sentences.topic"]), bootstrap,
                        str(conf["kafka.group.id"]), fields=("key", "value"),
@@ -67,7 +73,7 @@ def build(conf: Config) -> Topology:
     builder = TopologyBuilder()
     builder.set_spout("sentences", spout)
     builder.set_bolt("split", SplitSentence(), 2).shuffle_grouping("sentences")
-    builder.set_bolt("count", StatefulWordCount(), 2).fields_grouping("split", ["word"])
+    builder.set_bolt("count", count or StatefulWordCount(), 2).fields_grouping("split", ["word"])
     builder.set_bolt("counts", KafkaBolt(str(conf["kafka.counts.topic"]), bootstrap,
                                          key_field="word", value_field="count"),
                      ).fields_grouping("count", ["word"])

@@ -114,6 +114,9 @@ class Fetcher:
         # Told of a failed commit instead of the default WARNING line (the spout throttles).
         self.on_commit_error: Callable[[BaseException], None] | None = None
         self.listener = _Listener(self)
+        # Partitions not to fetch for now, and what to tell of new ones (set by the spout).
+        self.held_back: Callable[[], set[TopicPartition]] = set
+        self.on_assigned: Callable[[list[TopicPartition]], Awaitable[None]] | None = None
 
     def lookup(self, msg_id: MsgId) -> tuple[Partition, Pending] | None:
         """The live partition and record for ``msg_id``, or None (revoked or done)."""
@@ -271,7 +274,7 @@ class Fetcher:
         for tp, part in self.parts.items():
             part.paused = tp in capped  # acks on it wake the fetch loop
         full = self.halted or len(self.buffer) >= self.max_buffer
-        want = set(assigned) if full else capped & assigned
+        want = set(assigned) if full else (capped | self.held_back()) & assigned
         paused = self.consumer.paused()
         if to_pause := want - paused:
             self.consumer.pause(*to_pause)
@@ -363,6 +366,8 @@ class Fetcher:
             if committed is not None:
                 self.consumer.seek(tp, committed)
         log.info("partitions assigned: %s", sorted(tps))
+        if self.on_assigned is not None:
+            await self.on_assigned(list(tps))
 
 
 class _Listener(ConsumerRebalanceListener):

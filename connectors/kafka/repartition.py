@@ -45,6 +45,7 @@ __all__ = [
     "RepartitionWriter",
     "ensure_topic",
     "hop",
+    "record_key",
     "topic_name",
 ]
 
@@ -53,6 +54,8 @@ _unpack = msgspec.msgpack.Decoder().decode
 
 RETENTION_MS = 7 * 24 * 3600 * 1000
 """How long a repartition record is kept: a reader further behind than this loses records."""
+
+_CONFIGS = {"cleanup.policy": "delete", "retention.ms": str(RETENTION_MS)}
 
 
 class PartitionMismatch(ValueError):
@@ -74,26 +77,28 @@ def hop(spout: KafkaSpout, receiver: str, key_fields: Sequence[str],
 
 
 async def ensure_topic(bootstrap: str | list[str], options: Mapping[str, Any],
-                       inputs: Sequence[str], topic: str) -> int:
-    """Create ``topic`` with the partition count of ``inputs`` (the largest, for several),
-    or check that an existing one has it; returns the count. Raises ``PartitionMismatch``."""
+                       inputs: Sequence[str], topic: str,
+                       configs: Mapping[str, str] | None = None, kind: str = "repartition") -> int:
+    """Create ``topic`` with the partition count of ``inputs`` (the largest, for several)
+    and ``configs`` (default: a repartition topic's), or check that an existing one has
+    that count; returns the count. Raises ``PartitionMismatch`` naming the ``kind`` of
+    topic."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_options.shared(options))
     await admin.start()
     try:
         found = await _partition_counts(admin, [*inputs, topic])
         known = [found[t] for t in inputs if t in found]
         if not known:
-            raise ValueError(f"repartition topic {topic!r}: its input {list(inputs)} does not "
+            raise ValueError(f"{kind} topic {topic!r}: its input {list(inputs)} does not "
                              f"exist; create it first")
         want = max(known)
         if topic not in found:
             try:
-                configs = {"cleanup.policy": "delete", "retention.ms": str(RETENTION_MS)}
                 await admin.create_topics([NewTopic(topic, want, _replicas(found, inputs),
-                                                    topic_configs=configs)])
+                                                    topic_configs=dict(configs or _CONFIGS))])
             except TopicAlreadyExistsError:  # another process created it meanwhile
                 found.update(await _partition_counts(admin, [topic]))
-        _check(topic, found.get(topic, want), want, inputs)
+        _check(topic, found.get(topic, want), want, inputs, kind)
         return want
     finally:
         await admin.close()
@@ -119,11 +124,11 @@ def _replicas(found: Mapping[Any, Any], inputs: Sequence[str]) -> int:
     return max((found.get((t, "replicas"), 1) for t in inputs), default=1) or 1
 
 
-def _check(topic: str, has: int, want: int, inputs: Sequence[str]) -> None:
+def _check(topic: str, has: int, want: int, inputs: Sequence[str], kind: str) -> None:
     if has != want:
         source = inputs[0] if len(inputs) == 1 else f"{list(inputs)} (largest)"
         raise PartitionMismatch(
-            f"repartition topic {topic!r} has {has} partitions, its input {source} has "
+            f"{kind} topic {topic!r} has {has} partitions, its input {source} has "
             f"{want}; see docs/scaling.md on changing partition counts")
 
 
@@ -174,14 +179,16 @@ class RepartitionWriter(KafkaBolt):
 
     def _record(self, tup: Any) -> tuple[bytes | None, bytes | None]:
         values = tup.values
-        at = self._at
-        if len(at) == 1:
-            # Never a None key: Kafka spreads keyless records over partitions.
-            value = values[at[0]]
-            key = b"null" if value is None else encode_key(value)
-        else:
-            key = _pack([values[i] for i in at])
-        return key, _pack(values)
+        return record_key(values, self._at), _pack(values)
+
+
+def record_key(values: Sequence[Any], at: Sequence[int]) -> bytes:
+    """The repartition key of a tuple's ``values``: the grouping fields at ``at``."""
+    if len(at) == 1:
+        # Never a None key: Kafka spreads keyless records over partitions.
+        value = values[at[0]]
+        return b"null" if value is None else encode_key(value)
+    return _pack([values[i] for i in at])
 
 
 class _Rows:
@@ -229,6 +236,15 @@ class RepartitionSpout(KafkaSpout):
         self.consumer_options = {**upstream.consumer_options, "auto_offset_reset": "earliest"}
         self.counters = KafkaSpoutMetrics()
         self.keyed_downstream = False
+
+    def changelog_input(self, component: str, key_fields: Sequence[str]) -> Any:
+        """What stateful bolt ``component``, grouped on ``key_fields`` behind this reader,
+        asks of Kafka to keep its state per partition (a ``ChangelogInput``)."""
+        from connectors.kafka.keyed_state import ChangelogInput
+
+        return ChangelogInput(self.group_id, self.topics[0], self.input_topics, component,
+                              self.bootstrap_servers, self.consumer_options, self.fields,
+                              key_fields)
 
     async def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         """Create or check the topic, then join the group and read it."""

@@ -44,13 +44,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from connectors.kafka import client_options
+from connectors.kafka import client_options, revocations
 from connectors.kafka.alone import SplitWatch
 from connectors.kafka.breaker import DeadLetterBreaker, DeadLetterLimit
 from connectors.kafka.broker_watch import BrokerWatch
@@ -196,6 +197,8 @@ class KafkaSpout(Spout):
             commit_every=max_pending or self.max_uncommitted_offsets,
             drain_secs=self.revoke_drain_secs)
         self._fetcher.on_commit_error = self._report
+        self._fetcher.held_back = functools.partial(revocations.held_back, self.group_id)
+        self._fetcher.on_assigned = functools.partial(revocations.assigned, self.group_id)
         try:
             await self._start_clients()
         except BaseException:
@@ -356,6 +359,7 @@ class KafkaSpout(Spout):
         # otherwise the new owner would write them again.
         if self._writer is not None and self._writer.outstanding:
             await self._writer.wait_idle(5.0)
+        await revocations.revoked(self.group_id, [p.tp for p in parts])
 
     def _report(self, exc: BaseException) -> None:
         """A fetch-loop or commit error: an outage, or reported once per kind per interval."""

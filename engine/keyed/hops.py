@@ -64,11 +64,12 @@ def with_hops(topology: Topology, conf: Mapping[str, Any]) -> Topology:
     origins = _origins(topology)
     edges = [(b, sub) for b in topology.bolts() for sub in b.inputs
              if sub.kind == "fields" and origins.get(sub.source) is not None]
-    if not edges:
-        return topology
     if conf.get(TOPOLOGY_WORKERS, 1) <= 1:
-        return _marked(topology, {origins[sub.source] for _, sub in edges})
-    return _rewritten(topology, origins)
+        return _marked(topology, {origins[sub.source] for _, sub in edges}) if edges else (
+            topology)
+    out = _rewritten(topology, origins) if edges else topology
+    _check_state(out)
+    return out
 
 
 def _is_keyed_source(obj: Any) -> bool:
@@ -125,8 +126,31 @@ def _rewritten(topology: Topology, origins: Mapping[str, str | None]) -> Topolog
         readers[reader.id], writers[writer.id] = reader, writer
         inputs = tuple(Subscription(reader.id, DEFAULT_STREAM, "fields", sub.fields)
                        if s is sub else s for s in d.inputs)
-        bolts[d.id] = _replace(d, inputs=inputs)
+        bolts[d.id] = _partitioned(_replace(d, inputs=inputs), reader, sub)
     return Topology(MappingProxyType({**spouts, **readers, **bolts, **writers}))
+
+
+def _partitioned(bolt: ComponentDef, reader: ComponentDef, sub: Subscription) -> ComponentDef:
+    """``bolt`` with its state kept per partition of ``reader`` if it has state (its
+    executor offers ``keyed``; the reader, ``changelog_input``), in one task per process:
+    a partition's state is one map, and a process's tasks share its one core anyway."""
+    keyed = getattr(bolt.obj, "keyed", None)
+    if not callable(keyed):
+        return bolt
+    source = getattr(reader.obj, "changelog_input", None)
+    obj = keyed(source(bolt.id, tuple(sub.fields))) if callable(source) else None
+    return bolt if obj is None else _replace(bolt, obj=obj, parallelism=1, num_tasks=1)
+
+
+def _check_state(topology: Topology) -> None:
+    """Refuse a stateful bolt whose state would not follow its input's partitions."""
+    for d in topology.bolts():
+        if callable(getattr(d.obj, "keyed", None)) and not getattr(d.obj, "partitioned", False):
+            raise TopologyError(
+                f"bolt {d.id!r}: with topology.workers > 1 a stateful bolt keeps its state "
+                f"per input partition, so it must read through a fields grouping from a "
+                f"spout that shares its input across processes (a stateful windowed bolt "
+                f"cannot yet); run it with topology.workers=1")
 
 
 def _crosses(sub: Subscription, origins: Mapping[str, str | None],
@@ -144,12 +168,14 @@ def _keyed_by(topology: Topology, origins: Mapping[str, str | None]) -> dict[str
     while changed:
         changed = False
         for d in topology.bolts():
-            kinds = {frozenset(s.fields) if s.kind == "fields" else None for s in d.inputs}
+            # System streams ("$checkpoint", all-grouped) carry no keyed tuples.
+            kinds = {frozenset(s.fields) if s.kind == "fields" else None for s in d.inputs
+                     if not s.stream.startswith("$")}
             fields = kinds.pop() if len(kinds) == 1 else None
             if d.id in keyed or fields is None:
                 continue
             if all(origins.get(s.source) is None or keyed.get(s.source) in (None, fields)
-                   for s in d.inputs):
+                   for s in d.inputs if not s.stream.startswith("$")):
                 keyed[d.id], changed = fields, True
     return keyed
 

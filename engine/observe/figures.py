@@ -184,8 +184,9 @@ def _user_objects(rt: RunningTopology) -> list[tuple[str, int, Any]]:
     for sex in rt.spout_executors:
         objs.extend((sex.component, t.task_id, t.obj) for t in sex.tasks)
     for bex in rt.bolt_executors:
-        objs.extend((bex.component, t.task_id, getattr(t.obj, "inner", t.obj))
-                    for t in bex.tasks)
+        # An engine wrapper's own metrics (which include its bolt's), else its bolt's.
+        objs.extend((bex.component, t.task_id, t.obj if callable(getattr(t.obj, "metrics", None))
+                     else getattr(t.obj, "inner", t.obj)) for t in bex.tasks)
     return objs
 
 

@@ -96,6 +96,12 @@ class _Families:
                           labels=task)
         self.produce_errors = c("stormloop_kafka_produce_errors", "Kafka bolt produce "
                                 "errors.", labels=task)
+        self.restores = c("stormloop_state_restores", "Input partitions whose state a "
+                          "stateful bolt restored from its changelog.", labels=task)
+        self.restored = c("stormloop_state_restored_records", "Changelog records applied "
+                          "by those restores.", labels=task)
+        self.restoring = g("stormloop_state_restoring_partitions", "Input partitions whose "
+                           "state is being restored now (their tuples wait).", labels=task)
 
     def all(self) -> Iterator[Metric]:
         """The families that have at least one series."""
@@ -146,7 +152,10 @@ def _kafka(f: _Families, name: str, stats: Mapping[str, Any]) -> None:
         for task, data in tasks.items():
             for counter, key in ((f.failed_records, "failed_topic_records"),
                                  (f.failed_retries, "failed_topic_retries"),
-                                 (f.produced, "produced"), (f.produce_errors, "produce_errors")):
+                                 (f.produced, "produced"), (f.produce_errors, "produce_errors"),
+                                 (f.restores, "state_restores"),
+                                 (f.restored, "state_restored_records"),
+                                 (f.restoring, "state_restoring")):
                 if isinstance(data.get(key), int | float):
                     counter.add_metric([name, cid, task], data[key])
 

@@ -35,6 +35,7 @@ from engine.config import (
     TOPOLOGY_ACKER_EXECUTORS,
     TOPOLOGY_MESSAGE_TIMEOUT_SECS,
     TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS,
+    TOPOLOGY_WORKERS,
 )
 from engine.errors import ConfigError
 from engine.state.kv import KeyValueState
@@ -92,10 +93,19 @@ class CheckpointState:
 
 
 class CheckpointSpout(Spout):
-    """Emits the ``$checkpoint`` stream; added by the builder when a bolt is stateful."""
+    """Emits the ``$checkpoint`` stream; added by the builder when a bolt is stateful.
+
+    Under ``topology.workers`` > 1 each process runs its own, for its own bolts, and keeps
+    its progress in memory: the state it drives is per input partition, restored from the
+    changelog by whichever process holds the partition, so a restart starts cold.
+    """
+
+    per_process = True
 
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(list(CHECKPOINT_FIELDS), stream=CHECKPOINT_STREAM)
+
+    store: SqliteStateStore | None = None
 
     def open(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
         if not conf.get(TOPOLOGY_ACKER_EXECUTORS):
@@ -109,10 +119,8 @@ class CheckpointSpout(Spout):
                               f"({timeout_ms:g} ms)")
         self.collector = collector
         self.interval = interval / 1000
-        self.store: SqliteStateStore | None = open_store(conf)
-        ns = f"{context.topology_name}/{context.component_id}-{context.task_id}"
-        self.saved = KeyValueState(self.store, ns)
-        raw = self.saved.get(TX_STATE_KEY)
+        self.saved = self._progress(conf, context)
+        raw = None if self.saved is None else self.saved.get(TX_STATE_KEY)
         self.current = CheckpointState(-1, COMMITTED) if raw is None else CheckpointState(*raw)
         if raw is None:
             self._save(self.current)
@@ -168,8 +176,18 @@ class CheckpointSpout(Spout):
             release_store(store)
             self.store = None
 
+    def _progress(self, conf: dict[str, Any], context: Any) -> KeyValueState | None:
+        """Where the progress is saved: the state store, or nowhere under several workers."""
+        if conf.get(TOPOLOGY_WORKERS, 1) > 1:
+            self.store = None
+            return None
+        store = self.store = open_store(conf)
+        ns = f"{context.topology_name}/{context.component_id}-{context.task_id}"
+        return KeyValueState(store, ns)
+
     def _save(self, state: CheckpointState) -> CheckpointState:
-        self.saved.put(TX_STATE_KEY, [state.txid, state.state])
-        self.saved.commit()
+        if self.saved is not None:
+            self.saved.put(TX_STATE_KEY, [state.txid, state.state])
+            self.saved.commit()
         self.current = state
         return state

@@ -173,35 +173,38 @@ class StatefulBoltExecutor(_CheckpointAware):
             self.pending.append(tup)
 
     async def _on_checkpoint(self, action: str, txid: int) -> bool:
-        bolt = self.bolt
         if action == PREPARE:
             if not self.initialized:
                 return False  # a restarted task: the spout must recover first
-            await awaitable(bolt, "pre_prepare")(txid)
+            await awaitable(self.bolt, "pre_prepare")(txid)
             self.state.prepare_commit(txid)
             self.prepared.extend(self.collector.take_acked())
         elif action == COMMIT:
-            await awaitable(bolt, "pre_commit")(txid)
+            await awaitable(self.bolt, "pre_commit")(txid)
             self.state.commit(txid)
+            await self._committed(txid)
             prepared, self.prepared = self.prepared, []
             for tup in prepared:
                 self.out.ack(tup)
         elif action == ROLLBACK:
-            await awaitable(bolt, "pre_rollback")()
+            await awaitable(self.bolt, "pre_rollback")()
             self.state.rollback()
             failed, self.prepared = self.prepared + self.collector.take_acked(), []
             for tup in failed:
                 self.out.fail(tup)
         elif action == INITSTATE and not self.initialized:
-            await awaitable(bolt, "init_state")(self.state)
+            await awaitable(self.bolt, "init_state")(self.state)
             self.initialized = True
             pending, self.pending = self.pending, []
             for tup in pending:
                 try:
-                    await self._execute(tup)
+                    await self._handle(tup)
                 except BaseException as exc:
                     fail_on_error(self.out, exc, (tup,))
         return True
+
+    async def _committed(self, txid: int) -> None:
+        """After the state committed ``txid``, before the tuples it covers are acked."""
 
     async def cleanup(self) -> None:
         if hasattr(self, "bolt"):

@@ -10,11 +10,13 @@ bolt is returned unchanged.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from engine.components import BasicBolt, Bolt
 from engine.state.bolt import StatefulBolt
 from engine.state.checkpoint import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, CheckpointSpout
 from engine.state.executor import wrap_for_checkpoints
+from engine.state.partitioned_executor import keyed_executor
 from engine.topology import ComponentDraft, Subscription
 
 __all__ = ["wire_checkpoints"]
@@ -34,7 +36,11 @@ def wire_checkpoints(defs: list[ComponentDraft]) -> list[ComponentDraft]:
         if not isinstance(obj, Bolt | BasicBolt):
             out.append(d)  # create_topology names the problem
             continue
-        wrapped = wrap_for_checkpoints(obj, isinstance(obj, StatefulBolt))
+        stateful = isinstance(obj, StatefulBolt)
+        wrapped = wrap_for_checkpoints(obj, stateful)
+        if stateful:
+            # Under topology.workers > 1 the engine asks for the per-partition executor.
+            wrapped.keyed = functools.partial(keyed_executor, obj)  # type: ignore[attr-defined]
         inputs = list(d.inputs)
         for source in dict.fromkeys(s.source for s in d.inputs):
             src = CHECKPOINT_COMPONENT if source in spouts else source

@@ -12,6 +12,7 @@ import pytest
 from engine import BasicBolt, Bolt, ConfigError, Spout, TopologyBuilder, TopologyError
 from engine.config import validate_config
 from engine.keyed import reader_id, with_hops, writer_id
+from engine.state import StatefulBolt
 from engine.supervisor import worker_argv
 
 
@@ -138,3 +139,61 @@ def test_workers_n_sets_topology_workers_in_each_worker() -> None:
     argv = ["run", "t.py", "--workers", "3", "--conf", "topology.workers=9"]
     assert worker_argv(argv, 1, 3) == ["run", "t.py", "--conf", "topology.workers=9",
                                        "--conf", "topology.workers=3"]
+
+
+class KeyedReader(Reader):
+    """A reader that offers what a stateful bolt needs to keep state per partition."""
+
+    def changelog_input(self, component: str, key_fields: tuple[str, ...]) -> Any:
+        return ("input of", component, key_fields)
+
+
+class KeyedShared(Shared):
+    def repartition_hop(self, receiver: str, key_fields: tuple[str, ...],
+                        fields: tuple[str, ...]) -> tuple[Bolt, Spout]:
+        return Writer(), KeyedReader(fields)
+
+
+class Count(StatefulBolt):
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["word", "count"])
+
+    def init_state(self, state: Any) -> None:
+        self.state = state
+
+    def execute(self, tup: Any) -> None:
+        pass
+
+
+def stateful_word_count(count_grouping: str = "fields") -> Any:
+    b = TopologyBuilder()
+    b.set_spout("sentences", KeyedShared(), 2)
+    b.set_bolt("split", Out("word"), 2).shuffle_grouping("sentences")
+    declarer = b.set_bolt("count", Count(), 2)
+    if count_grouping == "fields":
+        declarer.fields_grouping("split", ["word"])
+    else:
+        declarer.shuffle_grouping("split")
+    b.set_bolt("out", Out("word", "count")).fields_grouping("count", ["word"])
+    return b.create_topology()
+
+
+def test_a_stateful_bolt_behind_a_hop_keeps_state_per_partition_in_one_task() -> None:
+    from engine.state.partitioned_executor import PartitionedBoltExecutor
+
+    topology = with_hops(stateful_word_count(), validate_config({"topology.workers": 2}))
+    count = topology.components["count"]
+    assert isinstance(count.obj, PartitionedBoltExecutor)
+    assert count.obj.source == ("input of", "count", ("word",))
+    assert (count.parallelism, count.num_tasks) == (1, 1)
+    # The checkpoint stream into count does not make "out" cross processes again.
+    assert writer_id("out") not in topology.components
+    one = with_hops(stateful_word_count(), validate_config({}))
+    assert not isinstance(one.components["count"].obj, PartitionedBoltExecutor)
+
+
+def test_a_stateful_bolt_that_cannot_follow_partitions_is_refused_with_workers() -> None:
+    with pytest.raises(TopologyError, match=re.escape(
+            "bolt 'count': with topology.workers > 1 a stateful bolt keeps its state per")):
+        with_hops(stateful_word_count("shuffle"), validate_config({"topology.workers": 2}))
+    with_hops(stateful_word_count("shuffle"), validate_config({}))  # one worker: as always

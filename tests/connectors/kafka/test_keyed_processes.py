@@ -137,14 +137,16 @@ async def wait_truth(bootstrap: str, counts: str, truth: Counter[str], runs: lis
                              f"{logs}") from None
 
 
-async def keyed_run(kafka_broker, runs: list[Run], tmp_path: Path, start) -> None:
-    """Start the word count with ``start(conf)``, write the input once the members share
-    both topics, and check that every word's last count is exactly the truth."""
+async def keyed_run(kafka_broker, runs: list[Run], tmp_path: Path, start,
+                    **more: object) -> None:
+    """Start the word count with ``start(conf)`` (``more`` added to the conf), write the
+    input once the members share both topics, and check that every word's last count is
+    exactly the truth."""
     bootstrap = kafka_broker.bootstrap
     sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
     await kafka_broker.create_topic(sentences, 2)
     await kafka_broker.create_topic(counts, 2)
-    conf = word_count_conf(bootstrap, sentences, counts, group)
+    conf = word_count_conf(bootstrap, sentences, counts, group, **more)
     start(conf)
     await wait_split(runs, [sentences, topic_name(group, "count")], 2, 2)
     lines = sentences_of(1500)
@@ -171,15 +173,8 @@ async def test_word_count_as_two_hosts_is_exact(kafka_broker, runs, tmp_path) ->
     await keyed_run(kafka_broker, runs, tmp_path, start)
 
 
-async def test_repartition_topic_with_other_partition_count_is_refused(
-        kafka_broker, tmp_path) -> None:
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
-    await kafka_broker.create_topic(topic_name(group, "count"), 3)
-    conf = word_count_conf(bootstrap, sentences, counts, group)
-    run = Run(tmp_path / "refused.log", conf, "--workers", "2")
+async def refusal(run: Run) -> str:
+    """The first error line of ``run``, which must exit with status 2 within a minute."""
     try:
         code = await asyncio.to_thread(run.proc.wait, 60)
     finally:
@@ -188,7 +183,18 @@ async def test_repartition_topic_with_other_partition_count_is_refused(
     errors = [line for line in run.text().splitlines() if "error:" in line]
     assert code == 2, run.text()[-3000:]
     assert errors, run.text()[-3000:]
-    line = errors[0]
+    return errors[0]
+
+
+async def test_repartition_topic_with_other_partition_count_is_refused(
+        kafka_broker, tmp_path) -> None:
+    bootstrap = kafka_broker.bootstrap
+    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
+    await kafka_broker.create_topic(sentences, 2)
+    await kafka_broker.create_topic(counts, 2)
+    await kafka_broker.create_topic(topic_name(group, "count"), 3)
+    conf = word_count_conf(bootstrap, sentences, counts, group)
+    line = await refusal(Run(tmp_path / "refused.log", conf, "--workers", "2"))
     assert f"{topic_name(group, 'count')!r} has 3 partitions" in line, line
     assert f"its input {sentences} has 2" in line, line
 

@@ -1,0 +1,169 @@
+"""``PartitionedBoltExecutor``: a ``StatefulBolt`` whose state is kept per input partition
+and moves with it, under ``topology.workers`` > 1.
+
+The engine puts it in place of the ``StatefulBoltExecutor`` of a stateful bolt behind a
+repartition hop (``engine/keyed``). The bolt's API does not change: ``init_state`` gets a
+``KeyValueState`` (a ``PartitionedState``), and before each tuple its input partition is
+selected. Besides what ``StatefulBoltExecutor`` does:
+
+- a partition assigned (or, failing that, its first tuple) starts the restore of its state
+  from its changelog in the background (``PartitionHolds``): its records are not fetched
+  meanwhile and only its tuples wait; one log line says how many records it took and how
+  long;
+- at each checkpoint COMMIT, what each partition's commit changed is written to its
+  changelog and confirmed by the broker before the tuples it covers are acked (so before
+  their input offsets can be committed); a failed write fails the checkpoint and keeps
+  the changes for the next COMMIT;
+- when the group takes partitions away, a changelog write in progress ends first, then
+  their state leaves memory and their held tuples are failed (their new owner reads them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from engine.context import TopologyContext
+from engine.state.changelog import partition_namespace
+from engine.state.executor import StatefulBoltExecutor
+from engine.state.holds import PartitionHolds
+from engine.state.kv import KeyValueState
+from engine.state.partitioned import PartitionedState
+from engine.state.store import SqliteStateStore, open_store
+from engine.tuples import Tuple
+from engine.usercall import fail_on_error
+
+__all__ = ["PartitionedBoltExecutor", "PartitionedInput", "keyed_executor"]
+
+log = logging.getLogger("engine.state")
+
+
+class PartitionedInput(Protocol):
+    """What the input's system offers a bolt that keeps state per partition."""
+
+    def partition_of(self, values: Sequence[Any]) -> int:
+        """The input partition of a tuple with ``values``."""
+        ...
+
+    async def start(self, on_revoked: Any, on_assigned: Any = None) -> None:
+        """Create or check the changelog; call ``on_revoked(partitions)`` on revocations
+        and ``on_assigned(partitions)`` on assignments."""
+
+    async def restore(self, partition: int, store: SqliteStateStore,
+                      namespace: str) -> tuple[int, int, float]:
+        """Rebuild ``namespace`` from the changelog: records applied, skipped, seconds."""
+        ...
+
+    async def write(self, changes: Mapping[int, Mapping[Any, Any]]) -> None:
+        """Write and confirm each partition's committed changes."""
+
+    async def stop(self) -> None:
+        """Close what ``start`` opened."""
+
+
+class PartitionedBoltExecutor(StatefulBoltExecutor):
+    """A ``StatefulBoltExecutor`` with state per input partition (see the module docstring)."""
+
+    partitioned = True
+
+    def __init__(self, inner: Any, source: PartitionedInput) -> None:
+        super().__init__(inner)
+        self.source = source
+        self.restores = 0
+        self.restored_records = 0
+
+    def open_state(self, conf: dict[str, Any], context: TopologyContext) -> KeyValueState:
+        self.store: SqliteStateStore | None = open_store(conf)
+        self.parts = PartitionedState(self.store, f"{context.topology_name}/"
+                                                  f"{context.component_id}")
+        self.holds = PartitionHolds(self._restore, self._run_held, self._fail_held)
+        self.writing = asyncio.Lock()
+        return self.parts
+
+    async def prepare(self, conf: dict[str, Any], context: TopologyContext,
+                      collector: Any) -> None:
+        await super().prepare(conf, context, collector)
+        await self.source.start(self._revoked, self._assigned)
+
+    async def _handle(self, tup: Tuple) -> None:
+        if not self.initialized:
+            self.pending.append(tup)
+            return
+        partition = self.source.partition_of(tup.values)
+        if self.holds.admit(partition, tup):
+            self.parts.select(partition)
+            await self._execute(tup)
+
+    async def _restore(self, partition: int) -> None:
+        assert self.store is not None
+        namespace = partition_namespace(self.parts.namespace, partition)
+        applied, skipped, secs = await self.source.restore(partition, self.store, namespace)
+        self.parts.open(partition)
+        self.restores += 1
+        self.restored_records += applied
+        log.info("%s: partition %d restored: %d changelog records in %.2f s (%d beyond the "
+                 "committed input offset skipped)", self.name, partition, applied, secs, skipped)
+
+    async def _run_held(self, partition: int, held: list[Tuple]) -> None:
+        for tup in held:
+            self.parts.select(partition)
+            try:
+                await self._execute(tup)
+            except BaseException as exc:
+                fail_on_error(self.out, exc, (tup,))
+
+    def _fail_held(self, partition: int, exc: BaseException, held: list[Tuple]) -> None:
+        log.warning("%s: restore of partition %d failed (%s: %s); its %d held tuples fail "
+                    "and its next tuple restores it again", self.name, partition,
+                    type(exc).__name__, exc, len(held))
+        for tup in held:
+            self.out.fail(tup)
+
+    async def _committed(self, txid: int) -> None:
+        async with self.writing:
+            changes = self.parts.take_committed()
+            if not changes:
+                return
+            try:
+                await self.source.write(changes)
+            except BaseException:
+                self.parts.give_back(changes)
+                raise
+
+    async def _assigned(self, partitions: list[int]) -> None:
+        for partition in partitions:
+            self.holds.start(partition)
+
+    async def _revoked(self, partitions: list[int]) -> None:
+        async with self.writing:
+            for partition in partitions:
+                for tup in self.holds.drop(partition):
+                    self.out.fail(tup)
+                self.parts.close(partition)
+
+    def metrics(self) -> dict[str, Any]:
+        """Restores done, changelog records they applied, partitions restoring now (and
+        the bolt's own metrics, if it has any)."""
+        own = getattr(getattr(self, "bolt", None), "metrics", None)
+        out: dict[str, Any] = dict(own()) if callable(own) else {}
+        holds = getattr(self, "holds", None)
+        out.update(state_restores=self.restores, state_restored_records=self.restored_records,
+                   state_restoring=0 if holds is None else len(holds.restoring()))
+        return out
+
+    async def cleanup(self) -> None:
+        holds = getattr(self, "holds", None)
+        if holds is not None:
+            await holds.close()
+        await self.source.stop()
+        await super().cleanup()
+
+
+def keyed_executor(bolt: Any, source: PartitionedInput) -> PartitionedBoltExecutor | None:
+    """The executor of stateful ``bolt`` with its state per input partition of ``source``,
+    or None where it cannot be (a windowed bolt: its windows are not per partition yet)."""
+    if getattr(bolt, "hold_secs", None) is not None:
+        return None
+    return PartitionedBoltExecutor(bolt, source)

@@ -1,0 +1,104 @@
+"""The per-partition stateful executor driven by hand, with an in-memory input standing in
+for Kafka (the real one is tested against the test broker in
+tests/connectors/kafka/test_keyed_state_processes.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.state.checkpoint import COMMIT, INITSTATE, PREPARE
+from engine.state.partitioned_executor import PartitionedBoltExecutor
+from engine.state.store import DELETED
+from tests.state.helpers import Recorder, checkpoint, context
+from tests.state.test_stateful_executor import SOURCES, TASKS, Count, word
+
+
+class Input:
+    """Partitions by the word's first letter; restores from a dict; records writes."""
+
+    def __init__(self) -> None:
+        self.written: list[dict[int, dict[Any, Any]]] = []
+        self.fail_writes = 0
+        self.gate = asyncio.Event()
+        self.gate.set()
+
+    def partition_of(self, values: Sequence[Any]) -> int:
+        return 0 if values[0] < "m" else 1
+
+    async def start(self, on_revoked: Any, on_assigned: Any = None) -> None:
+        self.on_revoked, self.on_assigned = on_revoked, on_assigned
+
+    async def restore(self, partition: int, store: Any, namespace: str) -> tuple[int, int, float]:
+        await self.gate.wait()
+        store.clear(namespace)
+        return 0, 0, 0.0
+
+    async def write(self, changes: Mapping[int, Mapping[Any, Any]]) -> None:
+        if self.fail_writes:
+            self.fail_writes -= 1
+            raise OSError("broker gone")
+        self.written.append({p: dict(c) for p, c in changes.items()})
+
+    async def stop(self) -> None:
+        pass
+
+
+async def started(tmp_path: Any) -> tuple[PartitionedBoltExecutor, Recorder, Input]:
+    conf = {"topology.state.dir": str(tmp_path)}
+    source = Input()
+    ex = PartitionedBoltExecutor(Count(), source)
+    out = Recorder()
+    await ex.prepare(conf, context("count", 4, TASKS, SOURCES, conf), out)
+    await ex.execute(checkpoint(-1, INITSTATE))
+    return ex, out, source
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_changes_reach_the_changelog_before_their_tuples_are_acked(tmp_path) -> None:
+    ex, out, source = await started(tmp_path)
+    a, z = word("apple"), word("zebra")
+    await ex.execute(a)
+    await ex.execute(z)
+    await settle()  # both partitions restored (empty), the held tuples run
+    assert [e[1] for e in out.emits if e[0] == "default"] == [["apple", 1], ["zebra", 1]]
+    await ex.execute(checkpoint(0, PREPARE))
+    source.fail_writes = 1
+    await ex.execute(checkpoint(0, COMMIT))
+    assert source.written == [] and a not in out.acks  # the checkpoint failed
+    await ex.execute(checkpoint(0, COMMIT))  # the recovery commits again
+    assert source.written == [{0: {"apple": 1}, 1: {"zebra": 1}}]
+    assert a in out.acks and z in out.acks
+    ex.state.select(1)
+    ex.state.delete("zebra")
+    await ex.execute(checkpoint(1, PREPARE))
+    await ex.execute(checkpoint(1, COMMIT))
+    assert source.written[-1] == {1: {"zebra": DELETED}}
+    await ex.cleanup()
+
+
+async def test_a_restoring_partition_holds_its_tuples_and_a_revoke_fails_them(
+        tmp_path) -> None:
+    ex, out, source = await started(tmp_path)
+    await ex.execute(word("apple"))
+    await settle()
+    source.gate.clear()
+    await source.on_assigned([1])
+    z = word("zebra")
+    await ex.execute(z)
+    await ex.execute(word("banana"))  # partition 0: in place, runs now
+    await settle()
+    assert [e[1][0] for e in out.emits if e[0] == "default"] == ["apple", "banana"]
+    assert ex.metrics()["state_restoring"] == 1
+    await source.on_revoked([1])
+    assert z in out.fails and ex.metrics()["state_restoring"] == 0
+    source.gate.set()
+    await source.on_assigned([1])
+    await settle()
+    assert ex.metrics()["state_restores"] == 2 and 1 in ex.holds.ready
+    await ex.cleanup()
