@@ -219,4 +219,8 @@ async def test_a_large_restore_holds_only_its_own_partition(kafka_broker, runs, 
     early = sorted(r.timestamp for r in records
                    if part[r.key.decode()] == 0 and r.timestamp <= first_late)
     gaps = [b - a for a, b in itertools.pairwise(early)]
-    assert len(early) > 100 and max(gaps) < 1000, (len(early), max(gaps, default=None))
+    # A restore that held partition 0 would leave a gap as long as the restore. The bound is
+    # 1 s, or half the restore where a busy machine (the suite's other worker beside this
+    # one) makes the restore, and any scheduling pause, longer.
+    bound = max(1000.0, secs * 1000 / 2)
+    assert len(early) > 100 and max(gaps) < bound, (len(early), max(gaps, default=None), secs)
