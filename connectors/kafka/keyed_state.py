@@ -32,8 +32,7 @@ from connectors.kafka.changelog import (
     ensure_changelog,
     restore_partition,
 )
-from connectors.kafka.repartition import record_key
-from engine.murmur2 import default_partition
+from connectors.kafka.repartition import KeyPartitions, record_key
 from engine.state.changelog import ChangelogRestore, encode_changes
 from engine.state.store import SqliteStateStore
 
@@ -54,6 +53,7 @@ class ChangelogInput:
         self.bootstrap = bootstrap
         self.options = client_options.shared(options)
         self._at = tuple(list(fields).index(f) for f in key_fields)
+        self._partition = KeyPartitions()  # the writer's partitioner, memo included
         self.partitions: list[int] = []
         self._callback: Callable[[list[int]], Awaitable[None]] | None = None
         self._on_assigned: Callable[[list[int]], Awaitable[None]] | None = None
@@ -63,7 +63,7 @@ class ChangelogInput:
     def partition_of(self, values: Sequence[Any]) -> int:
         """The input partition of a tuple with ``values``."""
         partitions = self.partitions
-        return default_partition(record_key(values, self._at), partitions, partitions)
+        return self._partition(record_key(values, self._at), partitions, partitions)
 
     async def start(self, on_revoked: Callable[[list[int]], Awaitable[None]],
                     on_assigned: Callable[[list[int]], Awaitable[None]] | None = None) -> None:
