@@ -96,3 +96,24 @@ async def test_a_queue_batch_fails_only_its_tuple_with_a_bad_timestamp() -> None
     ex.execute_batch([good, bad, other])
     assert out.fails == [bad] and "timestamps must be int" in out.reasons[0].message
     assert ex.in_windows() == 2 and out.acks == []
+
+
+async def test_a_queue_batch_is_windowed_in_order_and_its_late_tuples_are_acked() -> None:
+    """One source's batch: on-time tuples queue in order and tell the watermark their
+    latest stamp; a tuple stamped before the watermark, or with a bool for a stamp, is
+    taken out of the batch alone."""
+    bolt = Sum()
+    ex, out, _ = await prepared(bolt.with_window(Count(10), Count(1))
+                                .with_timestamp_field("ts"))
+
+    def batch(*stamps: Any) -> list[Any]:
+        return [make_tuple([n, ts], ["n", "ts"], "numbers", 1) for n, ts in enumerate(stamps)]
+
+    first = batch(100, 300, 200)
+    ex.execute_batch(first)
+    assert [ev.item for ev in ex.manager.queue] == first and out.acks == out.fails == []
+    assert ex.watermarks.advance() == 300
+    late, flag = batch(50, True)
+    ex.execute_batch([late, flag])
+    assert out.acks == [late] and out.fails == [flag]
+    assert ex.in_windows() == 3
