@@ -1,9 +1,9 @@
 """The bolt executor: the coroutine that runs a bolt component's tasks.
 
 A ``BoltExecutor`` takes a batch from its queue, executes every tuple, flushes what was
-emitted (waiting where a destination is full, holding batches for a stuck one). An engine
-adapter that takes a whole batch in one call (``batch_method``: a sync windowed bolt) gets
-it so. User code
+emitted (waiting where a destination is full, holding batches for a stuck one). A bolt
+that takes a whole batch in one call (``batch_method``: a sync windowed bolt, a checkpoint
+forwarder, the Kafka bolt) gets it so. User code
 is called through ``engine.usercall``'s policy; an exception out of ``execute`` fails its
 tuple with an ``"error"`` ``FailReason``; an async ``execute`` running past
 ``topology.bolt.execute.timeout.secs`` is cancelled and its tuple failed.
@@ -12,7 +12,7 @@ tuple with an ``"error"`` ``FailReason``; an async ``execute`` running past
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,8 +42,8 @@ class BoltTask:
     collector: OutputCollector
     stats: TaskStats
     execute: tuple[Callable[..., Any], bool] = field(init=False)
-    execute_batch: Callable[[list[Tuple] | tuple[Tuple, ...]], None] | None = field(init=False)
-    """An engine adapter's ``execute_batch`` (see ``batch_method``), else None."""
+    execute_batch: BatchMethod | None = field(init=False)
+    """The bolt's ``execute_batch`` (see ``batch_method``), else None."""
     site: CallSite = field(init=False)
     """What the loop watchdog names for ``execute``."""
 
@@ -53,10 +53,16 @@ class BoltTask:
         self.site = CallSite(self.context.component_id, self.task_id, "execute")
 
 
-def batch_method(obj: Any) -> Callable[[list[Tuple] | tuple[Tuple, ...]], None] | None:
-    """``obj.execute_batch`` where ``obj`` is an engine adapter that says it takes a whole
-    queue batch in one sync call (``executes_batches = True``): it runs each tuple as its
-    ``execute`` would and fails the tuples that raise itself. None otherwise."""
+BatchMethod = Callable[[list[Tuple] | tuple[Tuple, ...]], Awaitable[None] | None]
+
+
+def batch_method(obj: Any) -> BatchMethod | None:
+    """``obj.execute_batch`` where ``obj`` says it takes a whole queue batch in one sync
+    call (``executes_batches = True``): it runs each tuple as its ``execute`` would and
+    fails the tuples that raise itself. It may return an awaitable, which the executor
+    awaits before its next batch: a wait that holds no tuple (every tuple of the batch is
+    handed over, as a Kafka bolt's records are to its producer, and acked or failed
+    later), so the watchdog has no call to cancel meanwhile. None otherwise."""
     if getattr(obj, "executes_batches", False) is not True:
         return None
     return obj.execute_batch  # type: ignore[no-any-return]
@@ -121,7 +127,15 @@ class BoltExecutor:
         execute, is_async = task.execute
         coll = task.collector
         task.stats.executed += len(batch)
-        if is_async:
+        if task.execute_batch is not None:
+            settle: Awaitable[None] | None = None
+            try:
+                settle = task.execute_batch(batch)
+            except BaseException as exc:  # it fails what raised; anything else: report
+                report_on_error(coll, exc)
+            if settle is not None:
+                await settle
+        elif is_async:
             loop = asyncio.get_running_loop()
             flushed = loop.time()
             if isinstance(batch, list):  # let go of each tuple once executed (big tuples)
@@ -141,11 +155,6 @@ class BoltExecutor:
                 if outbox is not None and loop.time() - flushed >= ACK_FLUSH_SECS:
                     flushed = loop.time()
                     outbox.flush_acker_messages()
-        elif task.execute_batch is not None:
-            try:
-                task.execute_batch(batch)
-            except BaseException as exc:  # it fails what raised; anything else: report
-                report_on_error(coll, exc)
         else:
             for tup in batch:
                 try:

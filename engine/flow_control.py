@@ -71,10 +71,11 @@ BETA: Final = 0.7
 TARGET_FRACTION: Final = 0.1
 # A spout paced by checkpoints: the limit is HEADROOM x (trees acked per second) x the
 # round, within these bounds (per spout task; a held tree costs about half a kilobyte
-# beyond its tuples' values, so the upper bound is some 50 MB).
+# beyond its tuples' values, so the upper bound is some 125 MB). The upper bound lets a
+# spout completing 100,000 trees a second run through a 1 s round without waiting for it.
 HEADROOM: Final = 2.0
 HOLD_MIN_LIMIT: Final = 10_000
-HOLD_MAX_LIMIT: Final = 100_000
+HOLD_MAX_LIMIT: Final = 250_000
 # The latency floor (smallest recent latency) is kept per window of this many timeouts.
 _FLOOR_WINDOW_TIMEOUTS: Final = 1.0
 

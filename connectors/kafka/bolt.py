@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
@@ -32,6 +32,7 @@ from connectors.kafka.kafka_errors import describe, is_outage
 from connectors.kafka.outage import Outage, StallWatch, servers_text
 from connectors.kafka.throttle import DEFAULT_INTERVAL_SECS, LogThrottle, throttle_aiokafka
 from engine import Bolt
+from engine.usercall import fail_on_error
 
 __all__ = ["KafkaBolt"]
 
@@ -125,6 +126,27 @@ class KafkaBolt(Bolt):
                 await self._sender.room()
         except KafkaError as exc:  # refused before sending (too large, no metadata)
             self._failed(tup, exc)
+
+    executes_batches = True  # the bolt executor hands it whole queue batches
+
+    def execute_batch(self, batch: list[Any] | tuple[Any, ...]) -> Awaitable[None] | None:
+        """``execute`` for each tuple of a queue batch, without a coroutine per tuple: every
+        record is handed to the producer's batches at once; the returned wait (for room
+        among them, if they are full) holds no tuple. A tuple whose record cannot be made
+        (a missing field) fails alone."""
+        sender, record = self._sender, self._record
+        full = False
+        for tup in batch:
+            try:
+                key, value = record(tup)
+                self._sent += 1
+                full = not sender.add_nowait(key, value, tup) or full
+            except KafkaError as exc:  # refused before sending (too large, no metadata)
+                self._failed(tup, exc)
+            except BaseException as exc:
+                if not tup.is_tick():
+                    fail_on_error(self._collector, exc, (tup,))
+        return sender.room() if full else None
 
     def _batch_delivered(self, tuples: list[Any], future: Any) -> None:
         """Ack the batch's tuples if it was stored, else fail them. ``future`` comes

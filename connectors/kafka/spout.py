@@ -90,7 +90,7 @@ class KafkaSpout(Spout):
     ``key``, ``value``, ``timestamp``, ``headers``. ``retry_backoff_secs`` is the wait
     before the first retry (doubling up to 30 s) or a pair ``(initial, maximum)``.
     Keywords beyond Storm's spout:
-    ``max_uncommitted_offsets`` (per partition, pause above it; by default 100,000, so
+    ``max_uncommitted_offsets`` (per partition, pause above it; by default 250,000, so
     that the engine's in-flight limit, not this, paces a spout whose acks wait for a
     checkpoint: with 10,000 a four-partition spout ran at 40,000 trees per round),
     ``commit_interval_secs`` (periodic commit; the spout also commits once
@@ -123,7 +123,7 @@ class KafkaSpout(Spout):
                  group_id: str, *, fields: Sequence[str] = ("key", "value"),
                  value_format: str = "str", max_retries: int = 3,
                  retry_backoff_secs: float | tuple[float, float] = (0.5, 30.0),
-                 failed_topic: str | None = None, max_uncommitted_offsets: int = 100_000,
+                 failed_topic: str | None = None, max_uncommitted_offsets: int = 250_000,
                  commit_interval_secs: float = 5.0, buffer_size: int = 10_000,
                  dead_letter_limit: DeadLetterLimit | None = None,
                  failed_max_bytes: int | None = None,

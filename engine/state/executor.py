@@ -19,7 +19,8 @@ complete before the state downstream of it is committed.
 from __future__ import annotations
 
 import copy
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
+from operator import attrgetter
 from typing import Any
 
 from engine.anchoring import AnchoringCollector, HeldAckCollector
@@ -42,9 +43,11 @@ from engine.topology import OutputFieldsDeclarer
 from engine.tuples import Tuple
 from engine.usercall import awaitable, fail_on_error, is_async, method
 
-__all__ = ["CheckpointForwarder", "StatefulBoltExecutor", "SyncCheckpointForwarder",
-           "SyncStatefulBoltExecutor", "wrap_for_checkpoints"]
+__all__ = ["BatchCheckpointForwarder", "CheckpointForwarder", "StatefulBoltExecutor",
+           "SyncCheckpointForwarder", "SyncStatefulBoltExecutor", "wrap_for_checkpoints"]
 
+
+_STREAM = attrgetter("source_stream")
 
 class _CheckpointAware(Bolt):
     """The barrier and the checkpoint stream; subclasses say what a checkpoint does."""
@@ -126,6 +129,43 @@ class CheckpointForwarder(_CheckpointAware):
     async def cleanup(self) -> None:
         if hasattr(self, "bolt"):
             await awaitable(self.bolt, "cleanup")()
+
+
+class BatchCheckpointForwarder(CheckpointForwarder):
+    """A ``CheckpointForwarder`` around a bolt that takes whole queue batches
+    (``executes_batches``, as the Kafka bolt does): each run of data tuples between
+    checkpoint tuples goes to the bolt in one call."""
+
+    executes_batches = True
+
+    def execute_batch(self, batch: list[Tuple] | tuple[Tuple, ...]) -> Awaitable[None] | None:
+        """The bolt's ``execute_batch`` on each run of data tuples, the checkpoint tuples
+        between them acted on in order; returns the last wait the bolt asked for."""
+        run_batch = self.bolt.execute_batch  # type: ignore[union-attr]
+        if CHECKPOINT_STREAM not in map(_STREAM, batch):
+            return run_batch(batch)  # type: ignore[no-any-return]
+        settle: Awaitable[None] | None = None
+        run: list[Tuple] = []
+        for tup in batch:
+            if tup.source_stream != CHECKPOINT_STREAM:
+                run.append(tup)
+                continue
+            if run:
+                settle = _latest(settle, run_batch(run))
+                run = []
+            _run_now(self._checkpoint(tup))
+        return _latest(settle, run_batch(run)) if run else settle
+
+
+def _latest(earlier: Awaitable[None] | None,
+            later: Awaitable[None] | None) -> Awaitable[None] | None:
+    """The later of two waits; the earlier one, superseded, is closed unawaited."""
+    if later is None:
+        return earlier
+    close = getattr(earlier, "close", None)
+    if close is not None:
+        close()
+    return later
 
 
 class StatefulBoltExecutor(_CheckpointAware):
@@ -249,6 +289,8 @@ def wrap_for_checkpoints(bolt: Bolt | BasicBolt, stateful: bool) -> _CheckpointA
     sync = not any(is_async(bolt, n) for n in names)
     if stateful:
         return SyncStatefulBoltExecutor(bolt) if sync else StatefulBoltExecutor(bolt)
+    if getattr(bolt, "executes_batches", False) is True:
+        return BatchCheckpointForwarder(bolt)
     return SyncCheckpointForwarder(bolt) if sync else CheckpointForwarder(bolt)
 
 

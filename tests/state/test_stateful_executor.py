@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from engine import Bolt
 from engine.state import KeyValueState, StatefulBolt
 from engine.state.checkpoint import (
     CHECKPOINT_COMPONENT,
@@ -16,7 +17,12 @@ from engine.state.checkpoint import (
     PREPARE,
     ROLLBACK,
 )
-from engine.state.executor import CheckpointForwarder, StatefulBoltExecutor
+from engine.state.executor import (
+    BatchCheckpointForwarder,
+    CheckpointForwarder,
+    StatefulBoltExecutor,
+    wrap_for_checkpoints,
+)
 from engine.state.store import SqliteStateStore
 from tests.state.helpers import Recorder, checkpoint, context, make_tuple
 
@@ -230,3 +236,49 @@ async def test_a_forwarder_passes_tuples_and_forwards_checkpoints(tmp_path: Path
     await refusing.prepare(conf, context("upper", 4, TASKS, SOURCES, conf), Recorder())
     with pytest.raises(ValueError, match="must emit anchored tuples"):
         await refusing.execute(word("b"))
+
+
+class Batches(Bolt):
+    """Takes whole queue batches (as the Kafka bolt does): records each run it gets and
+    asks the executor to wait on a coroutine of its own after each."""
+
+    executes_batches = True
+
+    def __init__(self) -> None:
+        self.runs: list[list[str]] = []
+        self.waits: list[Any] = []
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        pass
+
+    def execute(self, tup: Any) -> None:
+        raise AssertionError("execute_batch takes every tuple")
+
+    def execute_batch(self, batch: Any) -> Any:
+        self.runs.append([t["word"] for t in batch])
+        self.waits.append(self._room())
+        return self.waits[-1]
+
+    async def _room(self) -> None:
+        pass
+
+
+async def test_a_forwarder_hands_a_batch_bolt_its_runs_between_checkpoints() -> None:
+    """Data tuples go to a batch-taking bolt as the runs between checkpoint tuples, each
+    checkpoint forwarded in its place; only the last wait is handed on (the others are
+    closed, never left unawaited)."""
+    conf: dict[str, Any] = {}
+    fw = wrap_for_checkpoints(Batches(), stateful=False)
+    assert isinstance(fw, BatchCheckpointForwarder) and fw.executes_batches
+    out = Recorder()
+    await fw.prepare(conf, context("upper", 4, TASKS, SOURCES, conf), out)
+    a, b, c = word("a"), word("b"), word("c")
+    cp = checkpoint(3, PREPARE)
+    settle = fw.execute_batch([a, b, cp, c])
+    bolt = fw.bolt
+    assert bolt.runs == [["a", "b"], ["c"]]
+    assert out.emits == [(CHECKPOINT_STREAM, [3, PREPARE], cp)] and out.acks == [cp]
+    assert settle is bolt.waits[-1] and bolt.waits[0].cr_frame is None  # closed
+    await settle
+    assert fw.execute_batch([a]) is bolt.waits[-1] and bolt.runs[-1] == ["a"]
+    await bolt.waits[-1]

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from connectors.kafka import KafkaBolt, KafkaSpout
+from connectors.memory import ListSpout
 from engine import BasicBolt, Config, FailedException, LocalCluster, TopologyBuilder
 from tests.connectors.kafka.helpers import (
     FAST_GROUP,
@@ -181,3 +182,41 @@ async def test_killed_mid_stream_then_restarted_processes_everything(kafka_broke
         await cluster.kill_topology("second", wait_secs=5)
     out = [r.value for r in await read_all(bootstrap, sink)]
     assert set(out) == {f"V{i}".encode() for i in range(n)}
+
+
+class Reasons(ListSpout):
+    """A ``ListSpout`` that keeps each failure's reason and gives up at the first."""
+
+    def __init__(self, items: list[list[Any]]) -> None:
+        super().__init__(items, ["key", "value"], max_retries=0)
+        self.reasons: list[Any] = []
+
+    def fail(self, msg_id: Any, reason: Any = None) -> None:
+        self.reasons.append(reason)
+        super().fail(msg_id, reason)
+
+
+async def test_a_record_the_bolt_cannot_encode_fails_alone_in_its_batch(kafka_broker) -> None:
+    """The Kafka bolt takes whole queue batches: the one tuple whose value JSON cannot
+    encode fails with the error as its reason; the rest of its batch is written."""
+    sink = unique("sink")
+    await kafka_broker.create_topic(sink, 1)
+    items = [[f"k{i}", {"n": i}] for i in range(200)]
+    items[77] = ["k77", {"n": {1, 2}}]  # a set: not JSON
+    spout = Reasons(items)
+    builder = TopologyBuilder()
+    builder.set_spout("items", spout)
+    builder.set_bolt("out", KafkaBolt(sink, kafka_broker.bootstrap, key_field="key",
+                                      value_field="value", value_format="json")
+                     ).shuffle_grouping("items")
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("encode", conf(), builder.create_topology())
+        await eventually(lambda: _settled(spout, len(items)), 30, "every item acked or failed")
+    assert spout.failed == [(0, 77)] and len(spout.acked) == len(items) - 1
+    assert spout.reasons[0].kind == "error" and "TypeError" in spout.reasons[0].message
+    written = {r.key.decode() for r in await read_all(kafka_broker.bootstrap, sink)}
+    assert written == {f"k{i}" for i in range(200)} - {"k77"}
+
+
+async def _settled(spout: ListSpout, n: int) -> bool:
+    return len(spout.acked) + len(spout.failed) >= n
