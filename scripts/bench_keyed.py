@@ -60,7 +60,7 @@ from connectors.kafka.changelog import (  # noqa: E402
 )
 from connectors.kafka.repartition import topic_name  # noqa: E402
 from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
-from engine import Config, LocalCluster  # noqa: E402
+from engine import Config, LocalCluster, tune_gc  # noqa: E402
 from engine.state.changelog import ChangelogRestore, encode_changes  # noqa: E402
 from engine.state.store import SqliteStateStore  # noqa: E402
 
@@ -172,6 +172,7 @@ async def one_run(bootstrap: str, workers: int, sentences: list[str], partitions
     cpu = time.process_time()
     async with LocalCluster() as cluster:
         await cluster.submit_topology("keyed", conf, module.build(conf))
+        tune_gc()  # as ``python -m engine run`` does after submitting
         while await _committed(bootstrap, group, source, partitions) < len(sentences) or (
                 workers > 1 and await _committed(bootstrap, group, hop, partitions) < total):
             await asyncio.sleep(0.5)
