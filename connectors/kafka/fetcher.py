@@ -148,8 +148,8 @@ class Fetcher:
             if mine is not None:
                 mine.append(offset)
         for part, offsets in gathered.items():
-            records, pop = part.records, part.records.pop
-            done = [o for o in offsets if o in records and pop(o)]
+            pop = part.records.pop
+            done = [o for o in offsets if pop(o, None) is not None]
             if done:
                 assert part.offsets is not None
                 part.offsets.done_all(done)
