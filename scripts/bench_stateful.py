@@ -12,7 +12,8 @@ its own output topic (key the word, value the count so far), at least once:
 
 - ``engine``: ``topologies/stateful_word_count.py`` with its ``CONF`` (a ``KafkaSpout``,
   the split bolt, the ``StatefulBolt`` count in SQLite, checkpointed every second, and a
-  ``KafkaBolt``); only the broker, topics, group and state directory are set;
+  ``KafkaBolt``); only the broker, topics, group and state directory are set; each run in
+  a fresh process, as ``python -m engine run`` would be;
 - ``quix``: quixstreams 3.28, ``apply(count, stateful=True)`` (RocksDB state with its
   changelog topic, default commit interval), run as a subprocess in the virtual
   environment ``bench_kafka.py`` makes (or reuses) under ``.bench-venvs/``.
@@ -31,6 +32,7 @@ import argparse
 import asyncio
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -102,6 +104,16 @@ async def run_engine(bootstrap: str, source: str, sink: str, group: str, records
           f"{spout['in_flight_limit']}{failed}")
 
 
+def engine_process(bootstrap: str, source: str, sink: str, group: str, records: int,
+                   state_dir: str) -> None:
+    """``run_engine`` in a fresh process of its own, as quixstreams runs in its: no state
+    of an earlier run (memory, collector generations, clients) weighs on the next."""
+    cmd = [sys.executable, __file__, "--engine-child", bootstrap, source, sink, group,
+           str(records), state_dir]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    print(out.stdout, end="", flush=True)
+
+
 def _acked(cluster: LocalCluster) -> int:
     return int(cluster.stats("bench-stateful")["components"]["sentences"]["acked"])
 
@@ -163,14 +175,15 @@ async def one_run(system: str, run: int, bootstrap: str, broker: TestingBroker |
     note = None
     with tempfile.TemporaryDirectory(prefix="bench-state-") as state_dir:
         started = time.monotonic()
-        cpu_before = _cpu_seconds("engine" if system == "engine" else "quix")
+        cpu_before = _cpu_seconds("quix")  # both run as child processes
         if system == "engine":
-            await run_engine(bootstrap, source, sink, group, args.records, state_dir)
+            await asyncio.to_thread(engine_process, bootstrap, source, sink, group,
+                                    args.records, state_dir)
         else:
             note = await asyncio.to_thread(run_peer, "quix-count", bootstrap, source, sink,
                                            group, args.records, args.peer_timeout,
                                            ("--state-dir", state_dir))
-        cpu = _cpu_seconds("engine" if system == "engine" else "quix") - cpu_before
+        cpu = _cpu_seconds("quix") - cpu_before
         wall = time.monotonic() - started
     outcome = await read_outputs(bootstrap, sink, args.partitions, truth)
     outcome.cpu_secs = cpu
@@ -274,8 +287,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--peer-timeout", type=float, default=180.0, metavar="SECS")
     parser.add_argument("--bootstrap-servers", default=None,
                         help="an existing broker (topics must auto-create); default: Tansu")
+    parser.add_argument("--engine-child", nargs=6, help=argparse.SUPPRESS)
     return parser
 
 
 if __name__ == "__main__":
-    _loop_runner(main(_parser().parse_args()))
+    _args = _parser().parse_args()
+    if _args.engine_child:
+        _boot, _source, _sink, _group, _records, _dir = _args.engine_child
+        _loop_runner(run_engine(_boot, _source, _sink, _group, int(_records), _dir))
+    else:
+        _loop_runner(main(_args))
