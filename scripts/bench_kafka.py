@@ -29,6 +29,9 @@ least once (an input offset is committed only after its output was confirmed):
 - ``quix``, ``faust``: quixstreams and faust-streaming, run as subprocesses in a virtual
   environment this script makes (or reuses) under ``.bench-venvs/`` in the repository.
 
+Every run of every system is a fresh process (the first three re-run this script), and the
+CPU time per record is that process's, start-up included.
+
 After each run the output topic is read back: every input id must be there (duplicates are
 allowed and counted). The rate is steady state, from the producer timestamps of the output
 records: from the 5 % mark to the last output, so group joins and start-up are left out.
@@ -66,6 +69,7 @@ from engine.gc_tuning import tune_gc  # noqa: E402
 FAST_GROUP = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 250,
               "auto_offset_reset": "earliest"}
 PEERS = {"quix": "quixstreams==3.28.*", "faust": "faust-streaming==0.15.*"}
+OWN = ("bare", "engine", "storm")  # run by this script, each run in a child process
 PEER_SCRIPT = Path(__file__).resolve().parent / "bench_kafka_peers.py"
 VENV = _ROOT / ".bench-venvs" / "peers"
 LABELS = {
@@ -291,11 +295,9 @@ async def one_run(system: str, run: int, bootstrap: str, broker: TestingBroker |
     note = None
     started = time.monotonic()
     cpu_before = _cpu_seconds(system)
-    if system == "bare":
-        await run_bare(bootstrap, source, sink, group, args.records)
-    elif system in ("engine", "storm"):
-        await run_engine(bootstrap, source, sink, group, args.records, system == "storm",
-                         args.max_spout_pending)
+    if system in OWN:
+        await asyncio.to_thread(own_process, system, bootstrap, source, sink, group,
+                                args.records, args.max_spout_pending)
     else:
         note = await asyncio.to_thread(run_peer, system, bootstrap, source, sink, group,
                                        args.records, args.peer_timeout)
@@ -312,10 +314,29 @@ async def one_run(system: str, run: int, bootstrap: str, broker: TestingBroker |
     return outcome
 
 
+def own_process(system: str, bootstrap: str, source: str, sink: str, group: str,
+                records: int, max_pending: int) -> None:
+    """Run ``system`` (bare, engine or storm) in a fresh process of its own, as the peers
+    run in theirs: no earlier run's memory, collector generations or clients weigh on it."""
+    cmd = [sys.executable, __file__, "--child", system, bootstrap, source, sink, group,
+           str(records), str(max_pending)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    print(out.stdout, end="", flush=True)
+
+
+async def run_own(system: str, bootstrap: str, source: str, sink: str, group: str,
+                  records: int, max_pending: int) -> None:
+    """What ``own_process`` runs in the child."""
+    if system == "bare":
+        await run_bare(bootstrap, source, sink, group, records)
+    else:
+        await run_engine(bootstrap, source, sink, group, records, system == "storm",
+                         max_pending)
+
+
 def _cpu_seconds(system: str) -> float:
-    """CPU time so far of this process (in-process systems) or of its finished children."""
-    who = resource.RUSAGE_CHILDREN if system in PEERS else resource.RUSAGE_SELF
-    usage = resource.getrusage(who)
+    """CPU time so far of this process's finished children (every system runs in one)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
@@ -401,6 +422,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-spout-pending", type=int, default=5_000)
     parser.add_argument("--peer-timeout", type=float, default=120.0, metavar="SECS",
                         help="stop a peer after SECS (its rate is then over what it wrote)")
+    parser.add_argument("--child", nargs=7, help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap-servers", default=None,
                         help="an existing broker (topics must auto-create); default: Tansu")
     return parser
@@ -408,10 +430,15 @@ def _parser() -> argparse.ArgumentParser:
 
 if __name__ == "__main__":
     arguments = _parser().parse_args()
+    if arguments.child:
+        _system, *_where, _records, _pending = arguments.child
+        work = run_own(_system, *_where, int(_records), int(_pending))
+    else:
+        work = main(arguments)
     try:
         import uvloop
     except ImportError:
-        asyncio.run(main(arguments))
+        asyncio.run(work)
     else:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(main(arguments))
+            runner.run(work)
