@@ -184,10 +184,23 @@ def _user_objects(rt: RunningTopology) -> list[tuple[str, int, Any]]:
     for sex in rt.spout_executors:
         objs.extend((sex.component, t.task_id, t.obj) for t in sex.tasks)
     for bex in rt.bolt_executors:
-        # An engine wrapper's own metrics (which include its bolt's), else its bolt's.
-        objs.extend((bex.component, t.task_id, t.obj if callable(getattr(t.obj, "metrics", None))
-                     else getattr(t.obj, "inner", t.obj)) for t in bex.tasks)
+        objs.extend((bex.component, t.task_id, _reporting(t.obj)) for t in bex.tasks)
     return objs
+
+
+def _reporting(obj: Any) -> Any:
+    """Whose ``metrics()`` a bolt task reports: an engine wrapper's own (which include its
+    bolt's), else those of the task's running copy of the bolt it wraps (``bolt``, made at
+    ``prepare``; not ``inner``, the topology's template, which never ran), through every
+    layer of wrapping."""
+    for _ in range(4):  # a checkpoint forwarder around a basic bolt's adapter, at most
+        if callable(getattr(obj, "metrics", None)):
+            return obj
+        inner = getattr(obj, "bolt", None) or getattr(obj, "inner", None)
+        if inner is None:
+            return obj
+        obj = inner
+    return obj
 
 
 def task_metrics(rt: RunningTopology) -> dict[str, dict[str, Any]]:

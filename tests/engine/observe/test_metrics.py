@@ -6,7 +6,9 @@ import asyncio
 import logging
 from typing import Any
 
-from engine import Config, LocalCluster, TopologyBuilder
+from connectors.memory import ListSpout
+from engine import Bolt, Config, LocalCluster, TopologyBuilder
+from engine.state import StatefulBolt
 from engine.testing import FeederSpout, wait_until
 from tests.engine.observe.helpers import (
     BrokenMetrics,
@@ -170,3 +172,58 @@ async def test_latency_histograms_of_two_processes_add_up() -> None:
     summed = {key: first[key] + second[key] for key in first}
     assert summed[("stormloop_execute_latency_seconds_count", "")] == 80
     assert summed[("stormloop_execute_latency_seconds_bucket", "+Inf")] == 80
+
+
+class CountingBolt(Bolt):
+    """Acks each tuple and counts it in its ``metrics()``."""
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        pass
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.seen = 0
+
+    def execute(self, tup: Any) -> None:
+        self.seen += 1
+        self.collector.ack(tup)
+
+    def metrics(self) -> dict[str, Any]:
+        return {"seen": getattr(self, "seen", 0)}
+
+
+class Remember(StatefulBolt):
+    """Passes each word on, anchored, after noting it in its state."""
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["word"])
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def init_state(self, state: Any) -> None:
+        self.state = state
+
+    def execute(self, tup: Any) -> None:
+        self.state.put(tup[0], 1)
+        self.collector.emit([tup[0]], anchors=tup)
+        self.collector.ack(tup)
+
+
+async def test_a_bolts_metrics_come_from_its_running_task_in_a_stateful_topology(
+        tmp_path: Any) -> None:
+    """In a stateful topology an engine wrapper runs each bolt task's copy; the figures
+    report that copy's metrics, not the never-run template's."""
+    b = TopologyBuilder()
+    b.set_spout("words", ListSpout([[f"w{i}"] for i in range(50)], ["word"]))
+    b.set_bolt("remember", Remember()).shuffle_grouping("words")
+    b.set_bolt("counting", CountingBolt(), 2).shuffle_grouping("remember")
+    conf = Config({"topology.state.dir": str(tmp_path),
+                   "topology.state.checkpoint.interval.ms": 50})
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("m", conf, b.create_topology())
+        await wait_until(lambda: cluster.stats("m")["components"]["words"]["acked"] == 50,
+                         timeout=30)
+        metrics = cluster.stats("m")["metrics"]["counting"]
+    assert len(metrics) == 2
+    assert sum(m["seen"] for m in metrics.values()) == 50
