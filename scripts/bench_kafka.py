@@ -317,7 +317,7 @@ async def one_run(system: str, run: int, bootstrap: str, broker: TestingBroker |
 def own_process(system: str, bootstrap: str, source: str, sink: str, group: str,
                 records: int, max_pending: int) -> None:
     """Run ``system`` (bare, engine or storm) in a fresh process of its own, as the peers
-    run in theirs: no earlier run's memory, collector generations or clients weigh on it."""
+    run in theirs: nothing of the harness or an earlier run shares its interpreter."""
     cmd = [sys.executable, __file__, "--child", system, bootstrap, source, sink, group,
            str(records), str(max_pending)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)

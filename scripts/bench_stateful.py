@@ -106,8 +106,9 @@ async def run_engine(bootstrap: str, source: str, sink: str, group: str, records
 
 def engine_process(bootstrap: str, source: str, sink: str, group: str, records: int,
                    state_dir: str) -> None:
-    """``run_engine`` in a fresh process of its own, as quixstreams runs in its: no state
-    of an earlier run (memory, collector generations, clients) weighs on the next."""
+    """``run_engine`` in a fresh process of its own, as quixstreams runs in its, and as
+    ``python -m engine run`` would start: nothing of the harness or an earlier run shares
+    its interpreter."""
     cmd = [sys.executable, __file__, "--engine-child", bootstrap, source, sink, group,
            str(records), state_dir]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
