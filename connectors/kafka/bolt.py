@@ -127,16 +127,22 @@ class KafkaBolt(Bolt):
         except KafkaError as exc:  # refused before sending (too large, no metadata)
             self._failed(tup, exc)
 
-    executes_batches = True  # the bolt executor hands it whole queue batches
+    @property
+    def executes_batches(self) -> bool:
+        """The bolt executor hands whole queue batches to ``execute_batch``, unless a
+        subclass overrides ``execute`` (then its ``execute`` runs per tuple, as written)."""
+        return type(self).execute is KafkaBolt.execute
 
     def execute_batch(self, batch: list[Any] | tuple[Any, ...]) -> Awaitable[None] | None:
         """``execute`` for each tuple of a queue batch, without a coroutine per tuple: every
         record is handed to the producer's batches at once; the returned wait (for room
         among them, if they are full) holds no tuple. A tuple whose record cannot be made
-        (a missing field) fails alone."""
+        (a missing field, a value its format cannot encode) fails alone."""
         sender, record = self._sender, self._record
         full = False
         for tup in batch:
+            if tup.is_tick():
+                continue
             try:
                 key, value = record(tup)
                 self._sent += 1
@@ -144,8 +150,7 @@ class KafkaBolt(Bolt):
             except KafkaError as exc:  # refused before sending (too large, no metadata)
                 self._failed(tup, exc)
             except BaseException as exc:
-                if not tup.is_tick():
-                    fail_on_error(self._collector, exc, (tup,))
+                fail_on_error(self._collector, exc, (tup,))
         return sender.room() if full else None
 
     def _batch_delivered(self, tuples: list[Any], future: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import orjson
 import pytest
@@ -151,3 +152,19 @@ def test_retry_backoff_is_a_number_or_a_pair(given: object, initial: float,
     spout = KafkaSpout("t", "localhost:9092", "g", retry_backoff_secs=given, max_retries=2)
     assert (spout.backoff.initial, spout.backoff.maximum) == (initial, maximum)
     assert spout.backoff.max_retries == 2
+
+
+def test_a_kafka_bolt_takes_whole_batches_unless_a_subclass_overrides_execute() -> None:
+    """The engine hands the Kafka bolt whole queue batches (also behind a checkpoint
+    forwarder); a subclass with its own ``execute`` keeps it, run per tuple."""
+    from engine.state.executor import BatchCheckpointForwarder, wrap_for_checkpoints
+
+    class Custom(KafkaBolt):
+        async def execute(self, tup: Any) -> None:
+            await super().execute(tup)
+
+    plain, custom = KafkaBolt("t", "h:1"), Custom("t", "h:1")
+    assert plain.executes_batches is True and custom.executes_batches is False
+    assert isinstance(wrap_for_checkpoints(plain, stateful=False), BatchCheckpointForwarder)
+    assert not isinstance(wrap_for_checkpoints(custom, stateful=False),
+                          BatchCheckpointForwarder)
