@@ -15,7 +15,8 @@ selected. Besides what ``StatefulBoltExecutor`` does:
   their input offsets can be committed); a failed write fails the checkpoint and keeps
   the changes for the next COMMIT;
 - when the group takes partitions away, a changelog write in progress ends first, then
-  their state leaves memory and their held tuples are failed (their new owner reads them).
+  their state leaves memory and their held tuples are failed, with those whose acks wait
+  for a commit (their changes leave unwritten): their new owner reads them again.
 """
 
 from __future__ import annotations
@@ -141,7 +142,29 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
             for partition in partitions:
                 for tup in self.holds.drop(partition):
                     self.out.fail(tup)
+                for tup in await self._leave(partition):
+                    self.out.fail(tup)
                 self.parts.close(partition)
+            self._fail_uncommitted(set(partitions))
+
+    async def _leave(self, partition: int) -> list[Tuple]:
+        """Put away what the bolt keeps of revoked ``partition`` beside its state; the
+        tuples it holds un-acked, to fail (none here: a plain bolt holds none)."""
+        return []
+
+    def _fail_uncommitted(self, gone: set[int]) -> None:
+        """Fail the tuples of partitions ``gone`` whose acks wait for a commit: their
+        changes leave with the partition unwritten, so their new owner must read them
+        again (acked, their offsets could be committed first)."""
+        of, out = self.source.partition_of, self.out
+        for held in (self.prepared, self.collector.acked):
+            keep = []
+            for tup in held:
+                if of(tup.values) in gone:
+                    out.fail(tup)
+                else:
+                    keep.append(tup)
+            held[:] = keep
 
     def metrics(self) -> dict[str, Any]:
         """Restores done, changelog records they applied, partitions restoring now (and
