@@ -185,8 +185,14 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
 
 
 def keyed_executor(bolt: Any, source: PartitionedInput) -> PartitionedBoltExecutor | None:
-    """The executor of stateful ``bolt`` with its state per input partition of ``source``,
-    or None where it cannot be (a windowed bolt: its windows are not per partition yet)."""
+    """The executor of stateful ``bolt`` with its state per input partition of ``source``:
+    the one the bolt names (``per_partition(source)``: a stateful window's, one window per
+    partition), else a ``PartitionedBoltExecutor``; None where it cannot be (a bolt that
+    holds tuples by design, ``hold_secs``, and names none)."""
+    own = getattr(bolt, "per_partition", None)
+    if own is not None:
+        executor: PartitionedBoltExecutor = own(source)
+        return executor
     if getattr(bolt, "hold_secs", None) is not None:
         return None
     return PartitionedBoltExecutor(bolt, source)
