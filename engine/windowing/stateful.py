@@ -12,7 +12,7 @@ that had any, the window starts firing again with the tuples held meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.errors import TopologyError
@@ -81,6 +81,10 @@ class RecoveryIds(Protocol):
 
 class StatefulWindowedBoltExecutor(AsyncWindowedBoltExecutor, StatefulBolt):
     """Runs a ``BaseStatefulWindowedBolt``; itself run by the stateful bolt executor."""
+
+    per_partition: Callable[[Any], Any] | None = None
+    """The executor that runs this bolt with a window per input partition, given the
+    partitions' input (set by the wiring: ``engine.windowing.partitioned``)."""
 
     def __init__(self, inner: BaseStatefulWindowedBolt, component_id: str) -> None:
         super().__init__(inner, component_id)
