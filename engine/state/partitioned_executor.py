@@ -16,7 +16,8 @@ selected. Besides what ``StatefulBoltExecutor`` does:
   the changes for the next COMMIT;
 - when the group takes partitions away, a changelog write in progress ends first, then
   their state leaves memory and their held tuples are failed, with those whose acks wait
-  for a commit (their changes leave unwritten): their new owner reads them again.
+  for a commit (their changes leave unwritten): their new owner reads them again. A tuple
+  of such a partition that still comes is failed, until the partition is assigned again.
 """
 
 from __future__ import annotations
@@ -93,9 +94,12 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
             self.pending.append(tup)
             return
         partition = self.source.partition_of(tup.values)
-        if self.holds.admit(partition, tup):
+        admitted = self.holds.admit(partition, tup)
+        if admitted:
             self.parts.select(partition)
             await self._execute(tup)
+        elif admitted is None:
+            self.out.fail(tup)  # its partition was revoked: the new owner reads it
 
     async def _restore(self, partition: int) -> None:
         assert self.store is not None
