@@ -8,6 +8,10 @@ the highest id evaluated in a window. After a restart, replayed tuples with ids 
 last expired one are acked and dropped, those up to the last evaluated one refill the window
 without firing it, and once a tuple beyond the last evaluated id arrived from every source
 that had any, the window starts firing again with the tuples held meanwhile.
+
+Behind a repartition hop (``topology.workers`` > 1) the message ids are the repartition
+records' offsets, put in the message-id field by the hop's reader, and the recovery ids are
+kept per input partition instead of per source task (``engine/windowing/partitioned.py``).
 """
 
 from __future__ import annotations
