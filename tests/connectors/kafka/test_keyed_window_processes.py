@@ -27,6 +27,7 @@ from tests.connectors.kafka.helpers import (
 )
 from tests.connectors.kafka.test_keyed_processes import (
     Run,
+    last_counts,
     sentences_of,
     wait_split,
     wait_truth,
@@ -84,3 +85,49 @@ async def test_stateful_windowed_count_under_workers_2_is_exact(kafka_broker, ru
         assert key == ["$window", partition, reader_id("count"), "default"]
         assert evaluated is not None and 0 < evaluated < ends[partition], (ids, ends)
         assert expired is None or expired < evaluated, ids
+
+
+async def test_a_member_joining_mid_stream_moves_windows_without_losing_a_count(
+        kafka_broker, runs, tmp_path) -> None:
+    """Two "hosts" (own state directories): the second joins while the first is counting,
+    so the group moves partitions, and with them their state and recovery ids. No count is
+    under the truth: every record is evaluated by a window of whoever holds its partition
+    (at least once; the windows open at the move are evaluated again by the new owner)."""
+    bootstrap = kafka_broker.bootstrap
+    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
+    await kafka_broker.create_topic(sentences, 4)
+    await kafka_broker.create_topic(counts, 2)
+    conf = word_count_conf(bootstrap, sentences, counts, group,
+                           **{"topology.state.checkpoint.interval.ms": 200,
+                              "topology.workers": 2})
+    a = Run(tmp_path / "a.log", {**conf, "topology.state.dir": tmp_path / "a"}, file=WINDOWED)
+    runs.append(a)
+    hop = topic_name(group, "count")
+    await wait_split(runs, [sentences, hop], 1, 4)
+    lines = sentences_of(12000)
+    await produce(bootstrap, sentences, [(None, line.encode()) for line in lines])
+
+    async def started() -> bool:
+        return sum(o or 0 for o in (await committed(bootstrap, group, hop)).values()) > 4000
+
+    await eventually(started, 60, "some words counted and committed")
+    b = Run(tmp_path / "b.log", {**conf, "topology.state.dir": tmp_path / "b"},
+            file=WINDOWED)
+    runs.append(b)
+    assert sum(o or 0 for o in (await committed(bootstrap, group, hop)).values()) < (
+        8 * len(lines)), "joined too late to move anything in flight"
+
+    async def all_committed() -> bool:
+        for topic in (sentences, hop):
+            if await committed(bootstrap, group, topic) != await high_watermarks(bootstrap,
+                                                                                 topic):
+                return False
+        return True
+
+    await eventually(all_committed, 120, "both members to commit both topics to the end")
+    assert a.stop() == 0 and b.stop() == 0, a.text()[-2000:] + b.text()[-2000:]
+    assert "partition" in b.text() and "restored" in b.text(), b.text()[-3000:]
+    truth = Counter(w for line in lines for w in line.split())
+    got = await last_counts(bootstrap, counts)
+    under = {w: (got.get(w), c) for w, c in truth.items() if got.get(w, 0) < c}
+    assert not under, f"counts under the truth: {under}"
