@@ -13,7 +13,9 @@ With ``topology.workers`` above 1 the engine replaces a fields grouping downstre
   completes when the hop has the record.
 - ``RepartitionSpout``, a ``KafkaSpout`` on that topic in the upstream spout's group, with
   its options (retries, failed topic, consumer settings): each record starts a new tree,
-  and its offset is committed only when that tree completed.
+  and its offset is committed only when that tree completed. In front of a stateful
+  windowed bolt (``with_offsets_in``) it puts each record's offset in the bolt's
+  message-id field.
 
 Before either starts, ``ensure_topic`` creates the topic with as many partitions as the
 spout's input (``cleanup.policy=delete``, ``retention.ms`` ``RETENTION_MS``), or checks an
@@ -23,6 +25,7 @@ naming the topic and both counts (docs/scaling.md says how to migrate).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -222,6 +225,30 @@ class _Rows:
         return rows
 
 
+class _OffsetRows(_Rows):
+    """``_Rows`` with each record's offset in place of the value at ``at``: the message id
+    of a stateful windowed bolt behind the hop (it grows per partition, and a record read
+    again has the same)."""
+
+    __slots__ = ("_at",)
+
+    def __init__(self, n: int, at: int) -> None:
+        super().__init__(n)
+        self._at = at
+
+    def __call__(self, record: Any) -> list[Any]:
+        values = super().__call__(record)
+        values[self._at] = record.offset
+        return values
+
+    def many(self, records: list[Any]) -> list[list[Any]]:
+        """Every record's values, each with its offset at ``at``."""
+        rows, at = super().many(records), self._at
+        for row, record in zip(rows, records, strict=True):
+            row[at] = record.offset
+        return rows
+
+
 class RepartitionSpout(KafkaSpout):
     """Reads the repartition topic in the upstream spout's group, with its options; emits
     the written tuples' values as ``fields`` on the default stream."""
@@ -236,6 +263,15 @@ class RepartitionSpout(KafkaSpout):
         self.consumer_options = {**upstream.consumer_options, "auto_offset_reset": "earliest"}
         self.counters = KafkaSpoutMetrics()
         self.keyed_downstream = False
+
+    def with_offsets_in(self, field: str) -> RepartitionSpout:
+        """A copy of this reader that puts each record's offset in ``field`` of the tuple it
+        emits (the message ids of a stateful windowed bolt behind the hop); the reader of
+        any other bolt decodes its records as they are."""
+        reader = copy.copy(self)
+        rows = _OffsetRows(len(self.fields), self.fields.index(field))
+        reader.decoder = rows  # type: ignore[assignment]
+        return reader
 
     def changelog_input(self, component: str, key_fields: Sequence[str]) -> Any:
         """What stateful bolt ``component``, grouped on ``key_fields`` behind this reader,

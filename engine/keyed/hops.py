@@ -14,6 +14,10 @@ hop through the spout's own system: the edge ``source -> bolt`` is replaced by
 - the bolt's fields grouping, now on the reader spout, in process as before.
 
 Executors, collectors and groupings are untouched: the hop is made of ordinary components.
+A stateful bolt behind a hop runs in the executor that keeps its state per input partition
+(the one its ``keyed`` gives), as one task per process; where that executor names a
+``message_id_field`` (a stateful windowed bolt), the reader spout puts each record's offset
+in that field of the tuples it emits (``with_offsets_in``).
 A fields grouping on the same fields downstream of a bolt keyed that way stays in process:
 the engine takes a field of the same name to carry the same value (a bolt that changes a
 key field's value under the same name must group on a field of another name).
@@ -123,23 +127,50 @@ def _rewritten(topology: Topology, origins: Mapping[str, str | None]) -> Topolog
             continue
         sub = crossing[0]
         reader, writer = _hop(topology, d, sub, topology.components[str(origins[sub.source])])
-        readers[reader.id], writers[writer.id] = reader, writer
         inputs = tuple(Subscription(reader.id, DEFAULT_STREAM, "fields", sub.fields)
                        if s is sub else s for s in d.inputs)
-        bolts[d.id] = _partitioned(_replace(d, inputs=inputs), reader, sub)
+        bolts[d.id], reader = _partitioned(_replace(d, inputs=inputs), reader, sub)
+        readers[reader.id], writers[writer.id] = reader, writer
     return Topology(MappingProxyType({**spouts, **readers, **bolts, **writers}))
 
 
-def _partitioned(bolt: ComponentDef, reader: ComponentDef, sub: Subscription) -> ComponentDef:
+def _partitioned(bolt: ComponentDef, reader: ComponentDef,
+                 sub: Subscription) -> tuple[ComponentDef, ComponentDef]:
     """``bolt`` with its state kept per partition of ``reader`` if it has state (its
     executor offers ``keyed``; the reader, ``changelog_input``), in one task per process:
-    a partition's state is one map, and a process's tasks share its one core anyway."""
+    a partition's state is one map, and a process's tasks share its one core anyway. Where
+    the new executor names a ``message_id_field``, the reader fills it (``_message_ids``)."""
     keyed = getattr(bolt.obj, "keyed", None)
     if not callable(keyed):
-        return bolt
+        return bolt, reader
     source = getattr(reader.obj, "changelog_input", None)
     obj = keyed(source(bolt.id, tuple(sub.fields))) if callable(source) else None
-    return bolt if obj is None else _replace(bolt, obj=obj, parallelism=1, num_tasks=1)
+    if obj is None:
+        return bolt, reader
+    field = getattr(obj, "message_id_field", None)
+    if field is not None:
+        reader = _message_ids(bolt, reader, field)
+    return _replace(bolt, obj=obj, parallelism=1, num_tasks=1), reader
+
+
+def _message_ids(bolt: ComponentDef, reader: ComponentDef, field: str) -> ComponentDef:
+    """``reader`` putting each record's offset in ``field`` of its tuples: the message ids
+    of a stateful windowed ``bolt``, which grow per input partition. Refused where the
+    bolt reads anything else, the field is not among the tuples', or the reader cannot."""
+    others = [s.source for s in bolt.inputs
+              if s.source != reader.id and not s.stream.startswith("$")]
+    offsets = getattr(reader.obj, "with_offsets_in", None)
+    fields = list(reader.streams[DEFAULT_STREAM].fields)
+    why = (f"it also reads {others}" if others
+           else f"its message id field {field!r} is not one of {fields}" if field not in fields
+           else f"{reader.id!r} cannot give record offsets" if not callable(offsets) else None)
+    if why is not None:
+        raise TopologyError(
+            f"bolt {bolt.id!r}: with topology.workers > 1 a stateful windowed bolt reads "
+            f"only through its fields grouping, with record offsets as message ids, and "
+            f"{why}; run it with topology.workers=1")
+    assert callable(offsets)
+    return _replace(reader, obj=offsets(field))
 
 
 def _check_state(topology: Topology) -> None:
@@ -149,8 +180,8 @@ def _check_state(topology: Topology) -> None:
             raise TopologyError(
                 f"bolt {d.id!r}: with topology.workers > 1 a stateful bolt keeps its state "
                 f"per input partition, so it must read through a fields grouping from a "
-                f"spout that shares its input across processes (a stateful windowed bolt "
-                f"cannot yet); run it with topology.workers=1")
+                f"spout that shares its input across processes; run it with "
+                f"topology.workers=1")
 
 
 def _crosses(sub: Subscription, origins: Mapping[str, str | None],

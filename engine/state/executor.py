@@ -188,7 +188,7 @@ class StatefulBoltExecutor(_CheckpointAware):
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
                       collector: Any) -> None:
         self._setup(context, collector)
-        self.bolt = copy.copy(self.inner)
+        self.bolt = self.task_bolt()
         self.collector = HeldAckCollector(collector, required=self.name)
         self._execute = awaitable(self.bolt, "execute")
         self._run = method(self.bolt, "execute")[0]
@@ -197,6 +197,10 @@ class StatefulBoltExecutor(_CheckpointAware):
         self.prepared: list[Tuple] = []
         await awaitable(self.bolt, "prepare")(conf, context, self.collector)
         self.state = self.open_state(conf, context)
+
+    def task_bolt(self) -> Any:
+        """The bolt this task runs: a copy of the user's (as each task gets one)."""
+        return copy.copy(self.inner)
 
     def open_state(self, conf: dict[str, Any], context: TopologyContext) -> KeyValueState:
         """The task's state, the one place that says where it lives: a ``KeyValueState``

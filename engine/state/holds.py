@@ -8,7 +8,9 @@ order; tuples of partitions already in place run at once. When the restore ends,
 ``on_failed(partition, exc, held)`` gets them to fail (their spout replays them) and the
 partition's next tuple starts a new restore. ``start`` restores a partition before its
 first tuple (on its assignment). ``drop`` (the partition was revoked) cancels a restore in
-progress and returns what was held.
+progress and returns what was held; a tuple of the partition that comes after it (one the
+spout sent before the revoke ended) is refused until the partition is assigned again, so
+that no restore starts for a partition another process holds now.
 """
 
 from __future__ import annotations
@@ -32,18 +34,22 @@ class PartitionHolds:
         self.ready: set[int] = set()
         self._held: dict[int, list[Any]] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        self.dropped: set[int] = set()  # revoked and not assigned again since
 
-    def admit(self, partition: int, tup: Any) -> bool:
+    def admit(self, partition: int, tup: Any) -> bool | None:
         """True: run ``tup`` now. False: it is held until ``partition``'s restore ended
-        (started here if none runs)."""
+        (started here if none runs). None: ``partition`` was dropped, fail ``tup``."""
         if partition in self.ready:
             return True
+        if partition in self.dropped:
+            return None
         self.start(partition)
         self._held[partition].append(tup)
         return False
 
     def start(self, partition: int) -> None:
         """Restore ``partition`` now (it was assigned), unless in place or restoring."""
+        self.dropped.discard(partition)
         if partition not in self.ready and partition not in self._tasks:
             self._held.setdefault(partition, [])
             self._tasks[partition] = asyncio.get_running_loop().create_task(
@@ -56,6 +62,7 @@ class PartitionHolds:
     def drop(self, partition: int) -> list[Any]:
         """Forget ``partition`` (revoked): cancel its restore; the tuples it held."""
         self.ready.discard(partition)
+        self.dropped.add(partition)
         task = self._tasks.pop(partition, None)
         if task is not None:
             task.cancel()

@@ -34,6 +34,7 @@ class PartitionedState(KeyValueState):
         self.committed_txid = None
         self.partitions: dict[int, KeyValueState] = {}
         self.current: KeyValueState | None = None
+        self.selected: int | None = None  # the partition of ``current``
         self._prepared: dict[int, dict[Any, Any]] = {}
         self._committed: dict[int, dict[Any, Any]] = {}
 
@@ -47,13 +48,14 @@ class PartitionedState(KeyValueState):
         """Stop holding ``partition`` (revoked): its map leaves memory."""
         state = self.partitions.pop(partition, None)
         if state is not None and self.current is state:
-            self.current = None
+            self.current = self.selected = None
         self._prepared.pop(partition, None)
         self._committed.pop(partition, None)
 
     def select(self, partition: int | None) -> None:
         """The partition the next calls act on (None: none; see the module docstring)."""
         self.current = None if partition is None else self.partitions[partition]
+        self.selected = partition
 
     def _owner(self, key: Any) -> KeyValueState | None:
         if self.current is not None:

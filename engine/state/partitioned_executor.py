@@ -15,7 +15,9 @@ selected. Besides what ``StatefulBoltExecutor`` does:
   their input offsets can be committed); a failed write fails the checkpoint and keeps
   the changes for the next COMMIT;
 - when the group takes partitions away, a changelog write in progress ends first, then
-  their state leaves memory and their held tuples are failed (their new owner reads them).
+  their state leaves memory and their held tuples are failed, with those whose acks wait
+  for a commit (their changes leave unwritten): their new owner reads them again. A tuple
+  of such a partition that still comes is failed, until the partition is assigned again.
 """
 
 from __future__ import annotations
@@ -92,9 +94,12 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
             self.pending.append(tup)
             return
         partition = self.source.partition_of(tup.values)
-        if self.holds.admit(partition, tup):
+        admitted = self.holds.admit(partition, tup)
+        if admitted:
             self.parts.select(partition)
             await self._execute(tup)
+        elif admitted is None:
+            self.out.fail(tup)  # its partition was revoked: the new owner reads it
 
     async def _restore(self, partition: int) -> None:
         assert self.store is not None
@@ -141,7 +146,29 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
             for partition in partitions:
                 for tup in self.holds.drop(partition):
                     self.out.fail(tup)
+                for tup in await self._leave(partition):
+                    self.out.fail(tup)
                 self.parts.close(partition)
+            self._fail_uncommitted(set(partitions))
+
+    async def _leave(self, partition: int) -> list[Tuple]:
+        """Put away what the bolt keeps of revoked ``partition`` beside its state; the
+        tuples it holds un-acked, to fail (none here: a plain bolt holds none)."""
+        return []
+
+    def _fail_uncommitted(self, gone: set[int]) -> None:
+        """Fail the tuples of partitions ``gone`` whose acks wait for a commit: their
+        changes leave with the partition unwritten, so their new owner must read them
+        again (acked, their offsets could be committed first)."""
+        of, out = self.source.partition_of, self.out
+        for held in (self.prepared, self.collector.acked):
+            keep = []
+            for tup in held:
+                if of(tup.values) in gone:
+                    out.fail(tup)
+                else:
+                    keep.append(tup)
+            held[:] = keep
 
     def metrics(self) -> dict[str, Any]:
         """Restores done, changelog records they applied, partitions restoring now (and
@@ -162,8 +189,14 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
 
 
 def keyed_executor(bolt: Any, source: PartitionedInput) -> PartitionedBoltExecutor | None:
-    """The executor of stateful ``bolt`` with its state per input partition of ``source``,
-    or None where it cannot be (a windowed bolt: its windows are not per partition yet)."""
+    """The executor of stateful ``bolt`` with its state per input partition of ``source``:
+    the one the bolt names (``per_partition(source)``: a stateful window's, one window per
+    partition), else a ``PartitionedBoltExecutor``; None where it cannot be (a bolt that
+    holds tuples by design, ``hold_secs``, and names none)."""
+    own = getattr(bolt, "per_partition", None)
+    if own is not None:
+        executor: PartitionedBoltExecutor = own(source)
+        return executor
     if getattr(bolt, "hold_secs", None) is not None:
         return None
     return PartitionedBoltExecutor(bolt, source)

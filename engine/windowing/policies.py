@@ -169,7 +169,9 @@ class TimeEviction(_Eviction):
 
     An event of timestamp ``ts`` expires once ``ref - ts >= length + delta``, where ``delta``
     is how late this evaluation runs against the previous one plus the slide (unbounded for
-    the first window, so that every event so far counts in it).
+    the first window, so that every event so far counts in it). Before the first evaluation
+    nothing expires, however late its timer fires (a loop busy with a burst of tuples): an
+    event expired then would be acked without any window having held it.
     """
 
     delta = 0
@@ -180,8 +182,9 @@ class TimeEviction(_Eviction):
         self.length = length
 
     def evict(self, event: Event, now: int) -> int:
-        ref = now if self.context is None else self.context.reference_time
-        diff = ref - event.ts
+        if self.context is None:
+            return KEEP if event.ts > now else PROCESS
+        diff = self.context.reference_time - event.ts
         if diff >= self.length + self.delta:
             return EXPIRE
         if diff < 0:
@@ -191,7 +194,9 @@ class TimeEviction(_Eviction):
     def thresholds(self, now: int) -> tuple[int, int, int]:
         """The same rule as ``evict``, as timestamps: events stamped at or before the first
         expire, after the third stop the scan, after the second stay; others are in."""
-        ref = now if self.context is None else self.context.reference_time
+        if self.context is None:
+            return -_FAR, now, _FAR
+        ref = self.context.reference_time
         return ref - self.length - self.delta, ref, _FAR
 
     def set_context(self, context: EvictionContext) -> None:

@@ -8,12 +8,16 @@ the highest id evaluated in a window. After a restart, replayed tuples with ids 
 last expired one are acked and dropped, those up to the last evaluated one refill the window
 without firing it, and once a tuple beyond the last evaluated id arrived from every source
 that had any, the window starts firing again with the tuples held meanwhile.
+
+Behind a repartition hop (``topology.workers`` > 1) the message ids are the repartition
+records' offsets, put in the message-id field by the hop's reader, and the recovery ids are
+kept per input partition instead of per source task (``engine/windowing/partitioned.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.errors import TopologyError
 from engine.state.bolt import StatefulBolt
@@ -29,7 +33,7 @@ if TYPE_CHECKING:
     from engine.context import TopologyContext
     from engine.tuples import Tuple
 
-__all__ = ["BaseStatefulWindowedBolt", "StatefulWindowedBoltExecutor"]
+__all__ = ["BaseStatefulWindowedBolt", "RecoveryIds", "StatefulWindowedBoltExecutor"]
 
 
 class BaseStatefulWindowedBolt(BaseWindowedBolt):
@@ -59,8 +63,32 @@ class BaseStatefulWindowedBolt(BaseWindowedBolt):
 _Key = tuple[int, str, str]
 
 
+class RecoveryIds(Protocol):
+    """Where a stateful window keeps its recovery ids (a ``KeyValueState`` is one)."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        """The ids saved under ``key``, or ``default``."""
+        ...
+
+    def put(self, key: Any, value: Any) -> None:
+        """Save ``value`` under ``key``."""
+
+    def prepare_commit(self, txid: int) -> None:
+        """Prepare the changes for the commit of ``txid``."""
+
+    def commit(self, txid: int | None = None) -> None:
+        """Commit what ``txid`` prepared."""
+
+    def rollback(self) -> None:
+        """Forget what was not committed."""
+
+
 class StatefulWindowedBoltExecutor(AsyncWindowedBoltExecutor, StatefulBolt):
     """Runs a ``BaseStatefulWindowedBolt``; itself run by the stateful bolt executor."""
+
+    per_partition: Callable[[Any], Any] | None = None
+    """The executor that runs this bolt with a window per input partition, given the
+    partitions' input (set by the wiring: ``engine.windowing.partitioned``)."""
 
     def __init__(self, inner: BaseStatefulWindowedBolt, component_id: str) -> None:
         super().__init__(inner, component_id)
@@ -80,10 +108,26 @@ class StatefulWindowedBoltExecutor(AsyncWindowedBoltExecutor, StatefulBolt):
         self.recovery: dict[_Key, tuple[int | None, int | None]] = {}
         self.held: list[Tuple] = []
         self.pre_prepared = False
+        self.stream_state = self.open_ids(conf, context)
+        await super().prepare(conf, context, collector)
+
+    def open_ids(self, conf: dict[str, Any], context: TopologyContext) -> RecoveryIds:
+        """Where the recovery ids live: the task's own namespace in the store,
+        ``<topology>/<component>-<task>-window``, prepared and committed by the hooks."""
         self.store: SqliteStateStore | None = open_store(conf)
         ns = f"{context.topology_name}/{context.component_id}-{context.task_id}-window"
-        self.stream_state = KeyValueState(self.store, ns)
-        await super().prepare(conf, context, collector)
+        return KeyValueState(self.store, ns)
+
+    def source_key(self, tup: Tuple) -> _Key:
+        """The recovery ids' key of ``tup``'s source: its task, component and stream."""
+        return (tup.source_task, tup.source_component, tup.source_stream)
+
+    def source_keys(self) -> list[_Key]:
+        """The keys of every source this task reads (the checkpoint stream aside)."""
+        return [(task, component, stream)
+                for component, stream in self.context.this_sources()
+                if stream != CHECKPOINT_STREAM
+                for task in self.context.component_tasks(component)]
 
     def start(self) -> None:
         if self.initialized and not self.recovery:
@@ -103,7 +147,7 @@ class StatefulWindowedBoltExecutor(AsyncWindowedBoltExecutor, StatefulBolt):
         return msg_id
 
     async def _recover(self, tup: Tuple) -> None:
-        key = (tup.source_task, tup.source_component, tup.source_stream)
+        key = self.source_key(tup)
         saved = self.recovery.get(key)
         if saved is None:
             self.held.append(tup)
@@ -127,10 +171,10 @@ class StatefulWindowedBoltExecutor(AsyncWindowedBoltExecutor, StatefulBolt):
     def evaluated(self, act: Activation) -> None:
         """Record the highest expired and evaluated message ids per source."""
         updates: dict[Hashable, list[int | None]] = {}
+        key_of = self.source_key
         for tuples, slot in ((act.expired, 0), (act.new, 1)):
             for tup in tuples:
-                key = (tup.source_task, tup.source_component, tup.source_stream)
-                entry = updates.setdefault(key, [None, None])
+                entry = updates.setdefault(key_of(tup), [None, None])
                 msg_id = self._msg_id(tup)
                 if entry[slot] is None or msg_id > entry[slot]:  # type: ignore[operator]
                     entry[slot] = msg_id
@@ -144,13 +188,10 @@ class StatefulWindowedBoltExecutor(AsyncWindowedBoltExecutor, StatefulBolt):
         if self.initialized:
             return
         await awaitable(self._stateful, "init_state")(state)
-        for component, stream in self.context.this_sources():
-            if stream == CHECKPOINT_STREAM:
-                continue
-            for task in self.context.component_tasks(component):
-                saved = self.stream_state.get((task, component, stream))
-                if saved is not None:
-                    self.recovery[(task, component, stream)] = (saved[0], saved[1])
+        for key in self.source_keys():
+            saved = self.stream_state.get(key)
+            if saved is not None:
+                self.recovery[key] = (saved[0], saved[1])
         self.initialized = True
         self.start()
 

@@ -4,10 +4,12 @@ overloads for ``IWindowedBolt`` and ``IStatefulWindowedBolt``)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from engine.topology import ComponentDraft
 from engine.windowing.bolt import BaseWindowedBolt
 from engine.windowing.executor import windowed_executor
+from engine.windowing.partitioned import PartitionedWindowsExecutor
 from engine.windowing.stateful import BaseStatefulWindowedBolt, StatefulWindowedBoltExecutor
 
 __all__ = ["wrap_windowed", "wrap_windowed_bolts"]
@@ -19,7 +21,10 @@ def wrap_windowed(d: ComponentDraft) -> ComponentDraft:
         return d
     obj: object
     if isinstance(d.obj, BaseStatefulWindowedBolt):
-        obj = StatefulWindowedBoltExecutor(d.obj, d.id)
+        stateful = StatefulWindowedBoltExecutor(d.obj, d.id)
+        # Behind a repartition hop (topology.workers > 1): a window per input partition.
+        stateful.per_partition = functools.partial(PartitionedWindowsExecutor, stateful)
+        obj = stateful
     else:
         obj = windowed_executor(d.id, d.obj)
     return dataclasses.replace(d, obj=obj, inputs=list(d.inputs), conf=dict(d.conf))

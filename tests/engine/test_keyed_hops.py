@@ -197,3 +197,77 @@ def test_a_stateful_bolt_that_cannot_follow_partitions_is_refused_with_workers()
             "bolt 'count': with topology.workers > 1 a stateful bolt keeps its state per")):
         with_hops(stateful_word_count("shuffle"), validate_config({"topology.workers": 2}))
     with_hops(stateful_word_count("shuffle"), validate_config({}))  # one worker: as always
+
+
+class OffsetReader(KeyedReader):
+    """A reader that can also put record offsets in a field (as the Kafka one does)."""
+
+    offsets_in: str | None = None
+
+    def with_offsets_in(self, field: str) -> OffsetReader:
+        reader = OffsetReader(self.fields)
+        reader.offsets_in = field
+        return reader
+
+
+class OffsetShared(Shared):
+    def __init__(self, reader: type[Reader] = OffsetReader) -> None:
+        super().__init__()
+        self.reader = reader
+
+    def repartition_hop(self, receiver: str, key_fields: tuple[str, ...],
+                        fields: tuple[str, ...]) -> tuple[Bolt, Spout]:
+        return Writer(), self.reader(fields)
+
+
+def stateful_window(reader: type[Reader] = OffsetReader, id_field: str = "id",
+                    more_input: bool = False) -> Any:
+    from engine.windowing import BaseStatefulWindowedBolt, Count
+
+    class Sum(BaseStatefulWindowedBolt):
+        def declare_output_fields(self, declarer: Any) -> None:
+            declarer.declare(["word", "n"])
+
+        def execute(self, window: Any) -> None:
+            pass
+
+    b = TopologyBuilder()
+    b.set_spout("sentences", OffsetShared(reader), 2)
+    b.set_bolt("split", Out("word", "id"), 2).shuffle_grouping("sentences")
+    declarer = b.set_bolt("sum", Sum().with_tumbling_window(Count(3))
+                          .with_message_id_field(id_field), 2).fields_grouping("split", ["word"])
+    if more_input:
+        declarer.shuffle_grouping("split")
+    return b.create_topology()
+
+
+def test_a_stateful_window_behind_a_hop_gets_a_window_per_partition_and_offset_ids() -> None:
+    from engine.windowing.partitioned import PartitionedWindowsExecutor
+
+    topology = with_hops(stateful_window(), validate_config({"topology.workers": 2}))
+    window = topology.components["sum"]
+    assert isinstance(window.obj, PartitionedWindowsExecutor)
+    assert window.obj.source == ("input of", "sum", ("word",))
+    assert (window.parallelism, window.num_tasks) == (1, 1)
+    reader = topology.components[reader_id("sum")].obj
+    assert isinstance(reader, OffsetReader) and reader.offsets_in == "id"
+    # Other hops keep their reader as it is.
+    plain = with_hops(stateful_word_count(), validate_config({"topology.workers": 2}))
+    assert not hasattr(plain.components[reader_id("count")].obj, "offsets_in")
+
+
+@pytest.mark.parametrize(("topology", "why"), [
+    (lambda: stateful_window(more_input=True), "it also reads ['split']"),
+    (lambda: stateful_window(id_field="offset"),
+     "its message id field 'offset' is not one of ['word', 'id']"),
+    (lambda: stateful_window(reader=KeyedReader),
+     f"{reader_id('sum')!r} cannot give record offsets"),
+])
+def test_a_stateful_window_that_cannot_be_kept_per_partition_is_refused(topology: Any,
+                                                                        why: str) -> None:
+    with pytest.raises(TopologyError, match=re.escape(
+            "bolt 'sum': with topology.workers > 1 a stateful windowed bolt reads only "
+            f"through its fields grouping, with record offsets as message ids, and {why}; "
+            "run it with topology.workers=1")):
+        with_hops(topology(), validate_config({"topology.workers": 2}))
+    with_hops(topology(), validate_config({}))  # one worker: as always

@@ -89,3 +89,15 @@ async def test_a_revoked_partition_cancels_its_restore_and_returns_its_tuples() 
     bolt.execute(4, "c")
     await bolt.holds.close()
     assert bolt.holds.restoring() == []
+
+
+async def test_a_dropped_partition_refuses_its_tuples_until_it_is_assigned_again() -> None:
+    bolt = Bolt()
+    bolt.release(5)
+    bolt.execute(5, "a")
+    await settle()
+    assert bolt.holds.drop(5) == []
+    assert bolt.holds.admit(5, "b") is None and bolt.holds.restoring() == []
+    bolt.holds.start(5)  # assigned again
+    await settle()
+    assert bolt.holds.admit(5, "c") is True

@@ -102,3 +102,50 @@ async def test_a_restoring_partition_holds_its_tuples_and_a_revoke_fails_them(
     await settle()
     assert ex.metrics()["state_restores"] == 2 and 1 in ex.holds.ready
     await ex.cleanup()
+
+
+async def test_a_revoke_fails_the_tuples_whose_acks_wait_for_a_commit(tmp_path) -> None:
+    """A revoked partition's changes leave unwritten: its tuples acked by the bolt but not
+    yet by a commit are failed, not acked by the next COMMIT (their offsets could be
+    committed before the changelog has their changes)."""
+    ex, out, source = await started(tmp_path)
+    a, z = word("apple"), word("zebra")
+    await ex.execute(a)
+    await ex.execute(z)
+    await settle()
+    await ex.execute(checkpoint(0, PREPARE))  # both prepared
+    b, y = word("banana"), word("yak")
+    await ex.execute(b)
+    await ex.execute(y)  # both acked by the bolt, not prepared yet
+    await source.on_revoked([1])
+    assert z in out.fails and y in out.fails
+    await ex.execute(checkpoint(0, COMMIT))
+    assert source.written == [{0: {"apple": 1}}]
+    assert a in out.acks and z not in out.acks
+    await ex.execute(checkpoint(1, PREPARE))
+    await ex.execute(checkpoint(1, COMMIT))
+    assert b in out.acks and y not in out.acks and b not in out.fails
+    await ex.cleanup()
+
+
+async def test_a_tuple_of_a_revoked_partition_is_failed_until_it_is_assigned_again(
+        tmp_path) -> None:
+    """A tuple the spout sent before a revoke ended (a retry, say) starts no restore of a
+    partition another process holds now: the restore would stay in place, and the state
+    go stale, until the partition came back."""
+    ex, out, source = await started(tmp_path)
+    await ex.execute(word("zebra"))
+    await settle()
+    await source.on_revoked([1])
+    late = word("yak")
+    await ex.execute(late)
+    await settle()
+    assert late in out.fails and ex.metrics()["state_restores"] == 1
+    assert 1 not in ex.parts.partitions
+    await source.on_assigned([1])
+    again = word("yak")
+    await ex.execute(again)
+    await settle()
+    assert ex.metrics()["state_restores"] == 2 and again not in out.fails
+    assert [e[1] for e in out.emits if e[0] == "default"][-1] == ["yak", 1]
+    await ex.cleanup()

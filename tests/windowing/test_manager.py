@@ -106,6 +106,17 @@ def test_a_late_timer_widens_the_window_to_cover_the_drift() -> None:
     assert d.expired == ["a"]
 
 
+def test_nothing_expires_before_the_first_evaluation_however_late_its_timer() -> None:
+    """A loop busy with a burst of tuples delays the first slide timer: the burst stays for
+    the first window instead of being expired (and acked) unevaluated every 100 adds."""
+    d = Driver(Duration(0.2), Duration(0.2))
+    for i in range(500):
+        d.add(i, ts=1000 + i)
+    assert d.expired == []
+    d.fire(1500)
+    assert d.windows() == [list(range(500))]
+
+
 def test_duration_window_counting_slide() -> None:
     d = Driver(Duration(1), Count(2))
     d.add("a", ts=0)

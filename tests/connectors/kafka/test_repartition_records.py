@@ -67,3 +67,16 @@ def test_key_partitions_are_kafkas_default_ones() -> None:
         for i in range(50):
             key = f"k{i}".encode()
             assert partitioner(key, parts, parts) == default_partition(key, parts, parts)
+
+
+def test_a_reader_for_a_stateful_window_puts_record_offsets_in_its_message_id_field() -> None:
+    _, reader = hop(spout(), "sum", ("word",), ("word", "id", "n"))
+    ids = reader.with_offsets_in("id")
+    records = [SimpleNamespace(value=msgpack(["a", 0, 5]), offset=41),
+               SimpleNamespace(value=msgpack(["b", 0, 6]), offset=42)]
+    assert ids.decoder(records[0]) == ["a", 41, 5]
+    assert ids.decoder.many(records) == [["a", 41, 5], ["b", 42, 6]]
+    # The reader of any other bolt, and the one it was made from, decode records as written.
+    assert type(reader.decoder).__name__ == "_Rows"
+    assert reader.decoder.many(records) == [["a", 0, 5], ["b", 0, 6]]
+    assert (ids.topics, ids.group_id, ids.fields) == (reader.topics, "wc", reader.fields)
