@@ -239,7 +239,7 @@ def window_bytes_per_tuple(size: int) -> tuple[float, float]:
         manager.add(tup, i, i)
     held = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
-    assert len(manager.queue) == size
+    assert len(manager) == size
     return (held - made) / size, (held - base) / size
 
 

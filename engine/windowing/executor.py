@@ -240,7 +240,7 @@ class WindowedBoltExecutor(Bolt):
     def in_windows(self) -> int:
         """Tuples this task holds in its window (not acked yet: their trees are pending)."""
         manager = getattr(self, "manager", None)
-        return 0 if manager is None else len(manager.queue)
+        return 0 if manager is None else len(manager)
 
     def input_ended(self) -> None:
         """Every spout is exhausted: close the last event-time windows (module docstring)."""

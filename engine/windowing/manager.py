@@ -5,25 +5,30 @@ Storm's ``WindowManager`` without threads or clock: ``add`` takes the event's ti
 happened is appended to ``outputs`` in order (``Expired`` batches, ``Activation``\\ s) for
 the executor to act on after the call: ack the expired tuples, run ``execute(window)``.
 
-Memory: one ``Event`` (three slots) per queued tuple; expired events leave the queue at the
-next evaluation or, between evaluations, once ``EXPIRE_EVENTS_THRESHOLD`` events were
-added since the last look (checked per ``add`` and per ``add_all`` batch). Which
-events are new since the previous evaluation is marked on the events themselves (the
-evaluation's generation), not kept in a second set.
+Two forms of the queue:
 
-Cost per evaluation: while timestamps arrive in order and the window is by duration (the
-eviction policy answers by ``thresholds``), the window is a prefix of the queue that only
-grows at its end and shrinks at its head; an evaluation then costs what expired and what
-is new, not the window's size (plus a copy of the window, at C speed, when the bolt asks
-for ``get()``; none in the incremental form). Out-of-order timestamps, or count windows,
-fall back for good to a scan of the queue per evaluation, as Storm's manager does.
+- *ordered*: while timestamps arrive in order and the window is by duration (the eviction
+  policy answers by ``thresholds``), the queue is two deques, of items and of their stamps:
+  two pointers per queued tuple, queued a batch at a time at C speed. The window is a
+  prefix of the queue that only grows at its end and shrinks at its head; an evaluation
+  costs what expired and what is new (found by bisection of the stamps), not the window's
+  size (plus a copy of the window, at C speed, when the bolt asks for ``get()``; none in
+  the incremental form).
+- *scan*: out-of-order timestamps, or count windows, fall back for good to one ``Event``
+  (three slots) per queued tuple and a scan of the queue per evaluation, as Storm's manager
+  does. Which events are new since the previous evaluation is marked on the events
+  themselves (the evaluation's generation), not kept in a second set.
+
+Either way, expired tuples leave the queue at the next evaluation or, between evaluations,
+once ``EXPIRE_EVENTS_THRESHOLD`` tuples were added since the last look (checked per ``add``
+and per ``add_all`` batch).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice, repeat
 from operator import attrgetter
@@ -65,6 +70,9 @@ class WindowManager:
                  trigger: Callable[[WindowManager, EvictionPolicy], TriggerPolicy],
                  incremental: bool = False) -> None:
         self.queue: deque[Event] = deque()
+        """The scan form's events (empty while the queue is ordered)."""
+        self._items: deque[Any] = deque()  # the ordered form: items and their stamps
+        self._stamps: deque[int] = deque()
         self.eviction = eviction
         self.trigger = trigger(self, eviction)
         self.incremental = incremental
@@ -75,7 +83,7 @@ class WindowManager:
         self._generation = 0
         self._now = 0
         # While timestamps arrive in order: the window is the first ``_evaluated`` events.
-        self._ordered = True
+        self._ordered = getattr(eviction, "thresholds", None) is not None
         self._last_ts = self._last_end = -(1 << 62)
         self._evaluated = 0
         # Time policies do nothing per event: ``add_all`` then queues a batch in one loop.
@@ -85,6 +93,21 @@ class WindowManager:
         """Let the trigger fire from now on."""
         self.trigger.start()
 
+    def __len__(self) -> int:
+        """Items queued: in the window, or waiting for it, or expired and not yet taken."""
+        return len(self._stamps) + len(self.queue)
+
+    def held(self) -> list[Any]:
+        """The queued items, in arrival order."""
+        return list(self._items) if self._ordered else list(map(_ITEM, self.queue))
+
+    def clear(self) -> None:
+        """Drop every queued item (their tuples are the caller's to fail or ack)."""
+        self._items.clear()
+        self._stamps.clear()
+        self.queue.clear()
+        self._evaluated = 0
+
     def add(self, item: Any, ts: int, now: int) -> None:
         """Queue ``item`` stamped ``ts``; the trigger may evaluate the window right away."""
         self._now = now
@@ -92,7 +115,11 @@ class WindowManager:
             self._last_ts = ts
         elif self._ordered:
             self._unordered()
-        self.queue.append(Event(item, ts))
+        if self._ordered:
+            self._items.append(item)
+            self._stamps.append(ts)
+        else:
+            self.queue.append(Event(item, ts))
         self.eviction.track(False)
         self.trigger.track(None, now)
         self._since_expiry += 1
@@ -109,7 +136,11 @@ class WindowManager:
         if not stamps:
             return
         if stamps[0] >= self._last_ts and sorted(stamps) == stamps:  # in order: C speed
-            self.queue.extend(map(Event, items, stamps))
+            if self._ordered:
+                self._items.extend(items)
+                self._stamps.extend(stamps)
+            else:
+                self.queue.extend(map(Event, items, stamps))
             self._last_ts = stamps[-1]
         else:
             self._add_each(items, stamps)
@@ -118,13 +149,17 @@ class WindowManager:
             self._scan(full=False)
 
     def _add_each(self, items: list[Any], stamps: list[int]) -> None:
-        queue, last = self.queue, self._last_ts
+        last = self._last_ts
         for item, ts in zip(items, stamps, strict=True):
             if ts >= last:
                 last = ts
             elif self._ordered:
                 self._unordered()
-            queue.append(Event(item, ts))
+            if self._ordered:
+                self._items.append(item)
+                self._stamps.append(ts)
+            else:
+                self.queue.append(Event(item, ts))
         self._last_ts = last
 
     def add_watermark(self, ts: int, now: int) -> None:
@@ -147,7 +182,7 @@ class WindowManager:
         if self._ordered:
             size, new = self._evaluate_ordered()
             items = (None if self.incremental or not size
-                     else list(map(_ITEM, islice(self.queue, size))))
+                     else list(islice(self._items, size)))
         else:
             items, new = self._evaluate_scan()
             size = len(items)
@@ -181,19 +216,23 @@ class WindowManager:
         self._scan(full=False)
         keep_after = self.eviction.thresholds(self._now)[1]  # type: ignore[attr-defined]
         self._last_end = keep_after
-        queue, start = self.queue, self._evaluated
-        size = len(queue)
-        end = bisect_right(queue, keep_after, start, size, key=_TS)
+        stamps, start = self._stamps, self._evaluated
+        size = len(stamps)
+        end = bisect_right(stamps, keep_after, start, size)
         # From the tail: the new events are the window's last, few events come after them.
-        new = list(map(_ITEM, islice(reversed(queue), size - end, size - start)))
+        new = list(islice(reversed(self._items), size - end, size - start))
         new.reverse()
         self._evaluated = end
         return end, new
 
     def _unordered(self) -> None:
-        """A timestamp or a window end went backwards: scan from now on, and mark what the
-        ordered path counted as evaluated (the scan tells new events by their marks)."""
+        """A timestamp or a window end went backwards: scan from now on, the queue as
+        events, marking what the ordered form counted as evaluated (the scan tells new
+        events by their marks)."""
         self._ordered = False
+        self.queue.extend(map(Event, self._items, self._stamps))
+        self._items.clear()
+        self._stamps.clear()
         gen = self._generation
         for ev in islice(self.queue, self._evaluated):
             ev.mark = gen
@@ -281,26 +320,31 @@ class WindowManager:
     def _expire_head(self, expire_to: int) -> list[Any]:
         """Take the events stamped at or before ``expire_to`` from the head of the queue,
         up to the first that is not (all of them at once while the queue is in order)."""
+        if self._ordered:
+            stamps = self._stamps
+            if not stamps or stamps[0] > expire_to:
+                return []  # the common case between evaluations: nothing to expire
+            n = bisect_right(stamps, expire_to)
+            deque(map(deque.popleft, repeat(stamps, n)), 0)
+            return list(map(deque.popleft, repeat(self._items, n)))
         queue = self.queue
-        if not queue or queue[0].ts > expire_to:
-            return []  # the common case between evaluations: nothing to expire
-        if not self._ordered:
-            expired = []
-            while queue and queue[0].ts <= expire_to:
-                expired.append(queue.popleft().item)
-            return expired
-        n = bisect_right(queue, expire_to, key=_TS)
-        return list(map(_ITEM, map(deque.popleft, repeat(queue, n))))
+        expired = []
+        while queue and queue[0].ts <= expire_to:
+            expired.append(queue.popleft().item)
+        return expired
 
     # -- queries of the watermark triggers -----------------------------------------------
 
+    def _all_stamps(self) -> Iterable[int]:
+        return self._stamps if self._ordered else map(_TS, self.queue)
+
     def event_count(self, reference_time: int) -> int:
         """How many queued events are stamped at or before ``reference_time``."""
-        return sum(1 for ev in self.queue if ev.ts <= reference_time)
+        return sum(1 for ts in self._all_stamps() if ts <= reference_time)
 
     def earliest_event_ts(self, start: int, end: int) -> int | None:
         """The earliest timestamp in ``(start, end]``, or None."""
-        found = [ev.ts for ev in self.queue if start < ev.ts <= end]
+        found = [ts for ts in self._all_stamps() if start < ts <= end]
         return min(found) if found else None
 
     def sliding_count_timestamps(self, start: int, end: int, count: int) -> list[int]:
@@ -308,9 +352,9 @@ class WindowManager:
         out: list[int] = []
         if end > start:
             n, latest = 0, start
-            for ev in self.queue:
-                if start < ev.ts <= end:
-                    latest = max(latest, ev.ts)
+            for ts in self._all_stamps():
+                if start < ts <= end:
+                    latest = max(latest, ts)
                     n += 1
                     if n % count == 0:
                         out.append(latest)

@@ -73,9 +73,9 @@ class PartitionWindow(StatefulWindowedBoltExecutor):
         """Stop the window (its partition was revoked); the tuples it held un-acked."""
         async with self._lock:  # an evaluation in progress ends first
             failed = self._failed_ids
-            held = [ev.item for ev in self.manager.queue if id(ev.item) not in failed]
+            held = [tup for tup in self.manager.held() if id(tup) not in failed]
             held += self.held
-            self.manager.queue.clear()
+            self.manager.clear()
             self.held = []
             try:
                 await self.cleanup()

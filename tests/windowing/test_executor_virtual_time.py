@@ -111,7 +111,7 @@ async def test_a_queue_batch_is_windowed_in_order_and_its_late_tuples_are_acked(
 
     first = batch(100, 300, 200)
     ex.execute_batch(first)
-    assert [ev.item for ev in ex.manager.queue] == first and out.acks == out.fails == []
+    assert ex.manager.held() == first and out.acks == out.fails == []
     assert ex.watermarks.advance() == 300
     late, flag = batch(50, True)
     ex.execute_batch([late, flag])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from engine.windowing.manager import EXPIRE_EVENTS_THRESHOLD, Activation, WindowManager
@@ -132,7 +132,7 @@ def test_queue_is_compacted_between_evaluations() -> None:
     d = Driver(Count(10), Count(10_000))
     for i in range(EXPIRE_EVENTS_THRESHOLD * 5):
         d.add(i, ts=i)
-        assert len(d.manager.queue) <= 10 + EXPIRE_EVENTS_THRESHOLD
+        assert len(d.manager) <= 10 + EXPIRE_EVENTS_THRESHOLD
     assert d.windows() == []
     assert len(d.expired) >= EXPIRE_EVENTS_THRESHOLD * 5 - 10 - EXPIRE_EVENTS_THRESHOLD
     assert d.expired == list(range(len(d.expired)))
@@ -257,3 +257,37 @@ def test_a_batch_added_at_once_is_evaluated_as_its_events_one_by_one(
         return seen
 
     assert run(batched=True) == run(batched=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-40, 60), min_size=100, max_size=300), st.integers(10, 90),
+       st.booleans())
+@example([10] * 100 + [-5, 20] * 50, 50, False)
+def test_a_queue_that_turns_unordered_midway_agrees_with_the_scan(
+        gaps: list[int], turn_percent: int, watermark: bool) -> None:
+    """The ordered form (items and stamps) becomes events at the first stamp out of order,
+    with what it had evaluated marked: from then on it gives what a manager that scanned
+    from the start gives. Stamps are in order up to ``turn``, in any order after; the
+    window is evaluated every 300 ms, so the turn comes after evaluations."""
+    turn = len(gaps) * turn_percent // 100
+    gaps = [abs(g) if i < turn else g for i, g in enumerate(gaps)]
+    stamps = [max(0, sum(gaps[:i + 1])) for i in range(len(gaps))]
+    refs = list(range(100, 6000, 300))
+
+    def run(scan: bool) -> list[Any]:
+        eviction: Any = (WatermarkTimeEviction(1000, 200) if watermark
+                         else TimeEviction(1000))
+        manager = WindowManager(eviction, lambda m, e: CountTrigger(10**9, m, e))
+        if scan:
+            manager._unordered()
+        seen, added = [], 0
+        for ref in refs:
+            while added < len(stamps) and stamps[added] <= ref + 300:
+                manager.add(added, stamps[added], now=stamps[added])
+                added += 1
+            eviction.set_context(EvictionContext(ref, sliding_interval=500))
+            manager.on_trigger()
+            seen.append((_outputs(manager), len(manager), manager.held()))
+        return seen
+
+    assert run(scan=False) == run(scan=True)
