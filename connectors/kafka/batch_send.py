@@ -40,6 +40,7 @@ from engine.murmur2 import default_partition
 __all__ = ["BatchSender", "DeliveryMismatch", "checked", "confirmation_problem"]
 
 _RECORD_OVERHEAD = 128  # more than a record batch's header and one record's framing
+_NO_HEADERS: list[tuple[str, bytes]] = []
 Done = Callable[[list[Any], "asyncio.Future[Any]"], None]
 
 
@@ -137,19 +138,17 @@ class BatchSender:
                    partition: int | None = None) -> bool:
         """``add`` without the wait: the record is appended either way; False means the
         caller should ``await room()`` before adding more."""
-        if len(value or b"") + len(key or b"") + _RECORD_OVERHEAD > self._max_request_size:
+        size = (0 if value is None else len(value)) + (0 if key is None else len(key))
+        if size + _RECORD_OVERHEAD > self._max_request_size:
             self._check_size(key, value)
-        if partition is not None:
-            pass
-        elif key is None:
-            partition = self._sticky_partition
-        else:
-            partition = self._partitioner(key, self._all, self._available)
+        if partition is None:
+            partition = (self._sticky_partition if key is None
+                         else self._partitioner(key, self._all, self._available))
         batches = self._open.get(partition)
         if batches is None:
             batches = self._open[partition] = [(self._producer.create_batch(), [])]
         builder, items = batches[-1]
-        headers = headers or []
+        headers = headers or _NO_HEADERS  # never written to: one empty list for all
         if builder.append(key=key, value=value, timestamp=None, headers=headers) is None:
             # Full (an empty builder always takes its first record): open the next one.
             builder = self._producer.create_batch()

@@ -135,6 +135,9 @@ def _check(topic: str, has: int, want: int, inputs: Sequence[str], kind: str) ->
             f"{want}; see docs/scaling.md on changing partition counts")
 
 
+_KEY_MEMO = 1 << 16  # grouping values whose key bytes a writer remembers
+
+
 class KeyPartitions:
     """Kafka's default partitioner (murmur2 of the key), remembering the partition of up to
     ``size`` recent keys: grouping keys repeat, and the hash is the writer's largest cost."""
@@ -172,6 +175,8 @@ class RepartitionWriter(KafkaBolt):
                          outage_after_secs=spout.outage_after_secs, **options)
         self._spout = spout
         self._at = tuple(list(fields).index(f) for f in key_fields)
+        self._one = self._at[0] if len(self._at) == 1 else None
+        self._keys: dict[str, bytes] = {}  # str grouping value -> its key bytes
 
     async def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         """Create or check the topic, then start the producer."""
@@ -182,7 +187,21 @@ class RepartitionWriter(KafkaBolt):
 
     def _record(self, tup: Any) -> tuple[bytes | None, bytes | None]:
         values = tup.values
+        if self._one is not None:
+            value = values[self._one]
+            if type(value) is str:  # the common key: its bytes remembered, as the writer's
+                key = self._keys.get(value)  # partitioner remembers its partition
+                if key is None:
+                    key = self._remember(value)
+                return key, _pack(values)
         return record_key(values, self._at), _pack(values)
+
+    def _remember(self, value: str) -> bytes:
+        keys = self._keys
+        if len(keys) >= _KEY_MEMO:
+            keys.clear()
+        key = keys[value] = value.encode("utf-8")
+        return key
 
 
 def record_key(values: Sequence[Any], at: Sequence[int]) -> bytes:

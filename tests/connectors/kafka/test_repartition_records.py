@@ -8,8 +8,14 @@ import msgspec
 import pytest
 
 from connectors.kafka import KafkaSpout
-from connectors.kafka.codec import DecodeError
-from connectors.kafka.repartition import KeyPartitions, RepartitionSpout, hop, topic_name
+from connectors.kafka.codec import DecodeError, encode_key
+from connectors.kafka.repartition import (
+    KeyPartitions,
+    RepartitionSpout,
+    hop,
+    record_key,
+    topic_name,
+)
 from engine.murmur2 import default_partition
 
 msgpack = msgspec.msgpack.encode
@@ -25,6 +31,15 @@ def test_one_key_field_is_its_text_and_a_none_key_still_has_a_partition() -> Non
     key, value = writer._record(SimpleNamespace(values=["kafka", 3]))
     assert (key, reader.decoder(SimpleNamespace(value=value))) == (b"kafka", ["kafka", 3])
     assert writer._record(SimpleNamespace(values=[None, 1]))[0] == b"null"
+
+
+def test_a_remembered_key_is_the_key_the_grouping_value_makes() -> None:
+    """The writer remembers a str grouping value's key bytes; a value equal to it but of
+    another type (1, 1.0, True) keeps its own key."""
+    writer, _ = hop(spout(), "count", ("k",), ("k", "n"))
+    for value in ("kafka", "ünï", "kafka", "1", 1, 1.0, True, "1"):
+        key = writer._record(SimpleNamespace(values=[value, 0]))[0]
+        assert key == record_key([value], (0,)) == encode_key(value)
 
 
 def test_several_key_fields_are_a_json_array_in_grouping_order() -> None:
