@@ -179,24 +179,27 @@ def test_in_order_evaluation_agrees_with_the_scan(gaps: list[int], refs: list[in
     expired and what is new gives what the scan of the whole queue gives."""
     stamps = [sum(gaps[:i + 1]) for i in range(len(gaps))]
     refs = sorted(refs)
+    assert (_evaluations(stamps, refs, watermark, scan=False)
+            == _evaluations(stamps, refs, watermark, scan=True))
 
-    def run(scan: bool) -> list[Any]:
-        eviction: Any = (WatermarkTimeEviction(1000, 200) if watermark
-                         else TimeEviction(1000))
-        manager = WindowManager(eviction, lambda m, e: CountTrigger(10**9, m, e))
-        if scan:
-            manager._unordered()
-        seen, added = [], 0
-        for ref in refs:
-            while added < len(stamps) and stamps[added] <= ref + 300:
-                manager.add(added, stamps[added], now=stamps[added])
-                added += 1
-            eviction.set_context(EvictionContext(ref, sliding_interval=500))
-            manager.on_trigger()
-            seen.append(_outputs(manager))
-        return seen
 
-    assert run(scan=False) == run(scan=True)
+def _evaluations(stamps: list[int], refs: list[int], watermark: bool,
+                 scan: bool) -> list[Any]:
+    """Each evaluation at ``refs`` of a time window fed ``stamps`` up to 300 ms ahead of
+    it: its outputs, the items queued and which (scanning from the start with ``scan``)."""
+    eviction: Any = WatermarkTimeEviction(1000, 200) if watermark else TimeEviction(1000)
+    manager = WindowManager(eviction, lambda m, e: CountTrigger(10**9, m, e))
+    if scan:
+        manager._unordered()
+    seen, added = [], 0
+    for ref in refs:
+        while added < len(stamps) and stamps[added] <= ref + 300:
+            manager.add(added, stamps[added], now=stamps[added])
+            added += 1
+        eviction.set_context(EvictionContext(ref, sliding_interval=500))
+        manager.on_trigger()
+        seen.append((_outputs(manager), len(manager), manager.held()))
+    return seen
 
 
 def test_the_incremental_form_lists_no_window_and_a_late_stamp_falls_back_to_the_scan() -> None:
@@ -273,21 +276,5 @@ def test_a_queue_that_turns_unordered_midway_agrees_with_the_scan(
     gaps = [abs(g) if i < turn else g for i, g in enumerate(gaps)]
     stamps = [max(0, sum(gaps[:i + 1])) for i in range(len(gaps))]
     refs = list(range(100, 6000, 300))
-
-    def run(scan: bool) -> list[Any]:
-        eviction: Any = (WatermarkTimeEviction(1000, 200) if watermark
-                         else TimeEviction(1000))
-        manager = WindowManager(eviction, lambda m, e: CountTrigger(10**9, m, e))
-        if scan:
-            manager._unordered()
-        seen, added = [], 0
-        for ref in refs:
-            while added < len(stamps) and stamps[added] <= ref + 300:
-                manager.add(added, stamps[added], now=stamps[added])
-                added += 1
-            eviction.set_context(EvictionContext(ref, sliding_interval=500))
-            manager.on_trigger()
-            seen.append((_outputs(manager), len(manager), manager.held()))
-        return seen
-
-    assert run(scan=False) == run(scan=True)
+    assert (_evaluations(stamps, refs, watermark, scan=False)
+            == _evaluations(stamps, refs, watermark, scan=True))
