@@ -81,13 +81,18 @@ async def test_failures_on_both_sides_of_the_hop(kafka_broker) -> None:
     async with LocalCluster() as cluster:
         await cluster.submit_topology("hop-failures", conf, b.create_topology())
 
+        async def at(topic: str) -> dict[int, int]:
+            # An empty partition has nothing to commit: none committed reads as offset 0.
+            return {p: offset or 0 for p, offset in
+                    (await committed(bootstrap, group, topic)).items()}
+
         async def done() -> bool:
-            if await committed(bootstrap, group, source) != ends:
+            if await at(source) != ends:
                 return False
             # 10 words, "too" again with the retry of its sentence, and whatever a
             # rebalance while the group forms has read again (at least once)
-            return await committed(bootstrap, group, hop) == await high_watermarks(
-                bootstrap, hop) and sum((await committed(bootstrap, group, hop)).values()) >= 11
+            hop_at = await at(hop)
+            return hop_at == await high_watermarks(bootstrap, hop) and sum(hop_at.values()) >= 11
 
         await eventually(done, 120, "both sides committed to the end")  # joins on a busy machine
         stats = cluster.stats("hop-failures")["components"]
