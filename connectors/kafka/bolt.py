@@ -117,15 +117,9 @@ class KafkaBolt(Bolt):
 
     async def execute(self, tup: Any) -> None:
         """Hand the record to the producer; the ack or fail follows the broker's answer."""
-        if tup.is_tick():
-            return
-        key, value = self._record(tup)
-        self._sent += 1
-        try:
-            if not self._sender.add_nowait(key, value, tup):
-                await self._sender.room()
-        except KafkaError as exc:  # refused before sending (too large, no metadata)
-            self._failed(tup, exc)
+        settle = self.execute_batch((tup,))
+        if settle is not None:
+            await settle
 
     @property
     def executes_batches(self) -> bool:

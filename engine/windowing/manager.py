@@ -111,15 +111,7 @@ class WindowManager:
     def add(self, item: Any, ts: int, now: int) -> None:
         """Queue ``item`` stamped ``ts``; the trigger may evaluate the window right away."""
         self._now = now
-        if ts >= self._last_ts:
-            self._last_ts = ts
-        elif self._ordered:
-            self._unordered()
-        if self._ordered:
-            self._items.append(item)
-            self._stamps.append(ts)
-        else:
-            self.queue.append(Event(item, ts))
+        self._queue(item, ts)
         self.eviction.track(False)
         self.trigger.track(None, now)
         self._since_expiry += 1
@@ -143,24 +135,24 @@ class WindowManager:
                 self.queue.extend(map(Event, items, stamps))
             self._last_ts = stamps[-1]
         else:
-            self._add_each(items, stamps)
+            for item, ts in zip(items, stamps, strict=True):
+                self._queue(item, ts)
         self._since_expiry += len(items)
         if self._since_expiry >= EXPIRE_EVENTS_THRESHOLD:
             self._scan(full=False)
 
-    def _add_each(self, items: list[Any], stamps: list[int]) -> None:
-        last = self._last_ts
-        for item, ts in zip(items, stamps, strict=True):
-            if ts >= last:
-                last = ts
-            elif self._ordered:
-                self._unordered()
-            if self._ordered:
-                self._items.append(item)
-                self._stamps.append(ts)
-            else:
-                self.queue.append(Event(item, ts))
-        self._last_ts = last
+    def _queue(self, item: Any, ts: int) -> None:
+        """Queue one item: in the ordered form while stamps keep in order, else (from the
+        first stamp out of order on) as an event."""
+        if ts >= self._last_ts:
+            self._last_ts = ts
+        elif self._ordered:
+            self._unordered()
+        if self._ordered:
+            self._items.append(item)
+            self._stamps.append(ts)
+        else:
+            self.queue.append(Event(item, ts))
 
     def add_watermark(self, ts: int, now: int) -> None:
         """Every event up to ``ts`` has arrived: event-time triggers evaluate up to it."""
