@@ -67,19 +67,30 @@ def consumer_options(conf: Mapping[str, Any]) -> dict[str, Any]:
             if key.startswith(CONSUMER_PREFIX)}
 
 
+def sentences_spout(conf: Mapping[str, Any], fields: tuple[str, ...] = ("key", "value"),
+                    **options: Any) -> KafkaSpout:
+    """The spout of the sentences topic for ``conf`` (``kafka.bootstrap.servers``,
+    ``kafka.sentences.topic``, ``kafka.group.id``, ``kafka.commit.interval.secs`` and any
+    ``kafka.consumer.*``): ``fields`` of each record; ``options`` go to ``KafkaSpout``."""
+    return KafkaSpout(str(conf["kafka.sentences.topic"]), str(conf["kafka.bootstrap.servers"]),
+                      str(conf["kafka.group.id"]), fields=fields,
+                      commit_interval_secs=float(conf["kafka.commit.interval.secs"]),
+                      **options, **consumer_options(conf))
+
+
+def counts_bolt(conf: Mapping[str, Any], value_field: str = "count",
+                **options: Any) -> KafkaBolt:
+    """Writes each tuple's ``value_field`` to ``kafka.counts.topic``, keyed by its word."""
+    return KafkaBolt(str(conf["kafka.counts.topic"]), str(conf["kafka.bootstrap.servers"]),
+                     key_field="word", value_field=value_field, **options)
+
+
 def build(conf: Config) -> Topology:
     """The Kafka word-count topology for ``conf`` (keys and defaults in ``CONF``)."""
-    bootstrap = str(conf["kafka.bootstrap.servers"])
-    spout = KafkaSpout(str(conf["kafka.sentences.topic"]), bootstrap,
-                       str(conf["kafka.group.id"]), fields=("key", "value"),
-                       failed_topic=conf.get("kafka.failed.topic"),
-                       commit_interval_secs=float(conf["kafka.commit.interval.secs"]),
-                       **consumer_options(conf))
+    spout = sentences_spout(conf, failed_topic=conf.get("kafka.failed.topic"))
     builder = TopologyBuilder()
     builder.set_spout("sentences", spout, int(conf["kafka.spout.parallelism"]))
     builder.set_bolt("split", SplitSentence(), 2).shuffle_grouping("sentences")
     builder.set_bolt("count", RunningCount(), 2).fields_grouping("split", ["word"])
-    builder.set_bolt("counts", KafkaBolt(str(conf["kafka.counts.topic"]), bootstrap,
-                                         key_field="word", value_field="count"),
-                     2).fields_grouping("count", ["word"])
+    builder.set_bolt("counts", counts_bolt(conf), 2).fields_grouping("count", ["word"])
     return builder.create_topology()

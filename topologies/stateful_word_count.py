@@ -24,10 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connectors.kafka import KafkaBolt, KafkaSpout
 from engine import Config, Topology, TopologyBuilder
 from engine.state import KeyValueState, StatefulBolt
-from topologies.kafka_word_count import SplitSentence, consumer_options
+from topologies.kafka_word_count import SplitSentence, counts_bolt, sentences_spout
 
 __all__ = ["CONF", "SplitSentence", "StatefulWordCount", "build"]
 
@@ -65,16 +64,9 @@ class StatefulWordCount(StatefulBolt):
 def build(conf: Config, count: StatefulBolt | None = None) -> Topology:
     """The topology for ``conf`` (keys and defaults in ``CONF``); ``count`` in place of
     ``StatefulWordCount`` if given."""
-    bootstrap = str(conf["kafka.bootstrap.servers"])
-    spout = KafkaSpout(str(conf["kafka.sentences.topic"]), bootstrap,
-                       str(conf["kafka.group.id"]), fields=("key", "value"),
-                       commit_interval_secs=float(conf["kafka.commit.interval.secs"]),
-                       **consumer_options(conf))
     builder = TopologyBuilder()
-    builder.set_spout("sentences", spout)
+    builder.set_spout("sentences", sentences_spout(conf))
     builder.set_bolt("split", SplitSentence(), 2).shuffle_grouping("sentences")
     builder.set_bolt("count", count or StatefulWordCount(), 2).fields_grouping("split", ["word"])
-    builder.set_bolt("counts", KafkaBolt(str(conf["kafka.counts.topic"]), bootstrap,
-                                         key_field="word", value_field="count"),
-                     ).fields_grouping("count", ["word"])
+    builder.set_bolt("counts", counts_bolt(conf)).fields_grouping("count", ["word"])
     return builder.create_topology()

@@ -21,10 +21,9 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from connectors.kafka import KafkaBolt, KafkaSpout
 from engine import BasicBolt, Bolt, Config, Topology, TopologyBuilder
 from engine.windowing import BaseWindowedBolt, Duration, TupleWindow
-from topologies.kafka_word_count import consumer_options
+from topologies.kafka_word_count import counts_bolt, sentences_spout
 
 CONF: dict[str, Any] = {
     "kafka.bootstrap.servers": "127.0.0.1:9092",
@@ -103,20 +102,14 @@ def window_bolt(conf: Mapping[str, Any]) -> WindowedWordCount:
 
 def build(conf: Config) -> Topology:
     """The topology for ``conf`` (keys and defaults in ``CONF``)."""
-    bootstrap = str(conf["kafka.bootstrap.servers"])
-    spout = KafkaSpout(str(conf["kafka.sentences.topic"]), bootstrap,
-                       str(conf["kafka.group.id"]), fields=("value", "timestamp"),
-                       commit_interval_secs=float(conf["kafka.commit.interval.secs"]),
-                       **consumer_options(conf))
     builder = TopologyBuilder()
-    builder.set_spout("sentences", spout)
+    builder.set_spout("sentences", sentences_spout(conf, ("value", "timestamp")))
     # One task each: the watermark follows the latest timestamp per input stream, so the
     # words must reach the window in the order of their records; two split tasks would
     # interleave a burst by more than the lag and make words late.
     builder.set_bolt("split", SplitWords()).shuffle_grouping("sentences")
     builder.set_bolt("window", window_bolt(conf)).shuffle_grouping("split")
-    builder.set_bolt("counts", KafkaBolt(str(conf["kafka.counts.topic"]), bootstrap,
-                                         key_field="word", value_field="counts",
-                                         value_format="json")).shuffle_grouping("window")
+    builder.set_bolt("counts", counts_bolt(conf, "counts", value_format="json")
+                     ).shuffle_grouping("window")
     builder.set_bolt("late", LogLate()).shuffle_grouping("window", LATE_STREAM)
     return builder.create_topology()

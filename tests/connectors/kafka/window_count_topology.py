@@ -19,11 +19,10 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from connectors.kafka import KafkaBolt, KafkaSpout
 from engine import BasicBolt, Config, Topology, TopologyBuilder
 from engine.state import KeyValueState
 from engine.windowing import BaseStatefulWindowedBolt, Duration, TupleWindow
-from topologies.kafka_word_count import consumer_options
+from topologies.kafka_word_count import counts_bolt, sentences_spout
 
 CONF: dict[str, Any] = {
     "kafka.commit.interval.secs": 1.0,
@@ -64,18 +63,11 @@ class WindowedCount(BaseStatefulWindowedBolt):
 
 def build(conf: Config) -> Topology:
     """The topology for ``conf`` (the keys of ``topologies/kafka_word_count.py``)."""
-    bootstrap = str(conf["kafka.bootstrap.servers"])
-    spout = KafkaSpout(str(conf["kafka.sentences.topic"]), bootstrap,
-                       str(conf["kafka.group.id"]), fields=("key", "value"),
-                       commit_interval_secs=float(conf["kafka.commit.interval.secs"]),
-                       **consumer_options(conf))
     builder = TopologyBuilder()
-    builder.set_spout("sentences", spout)
+    builder.set_spout("sentences", sentences_spout(conf))
     builder.set_bolt("split", SplitWithId(), 2).shuffle_grouping("sentences")
     count = (WindowedCount().with_tumbling_window(Duration(0.2))
              .with_message_id_field("id"))
     builder.set_bolt("count", count, 2).fields_grouping("split", ["word"])
-    builder.set_bolt("counts", KafkaBolt(str(conf["kafka.counts.topic"]), bootstrap,
-                                         key_field="word", value_field="count"),
-                     ).fields_grouping("count", ["word"])
+    builder.set_bolt("counts", counts_bolt(conf)).fields_grouping("count", ["word"])
     return builder.create_topology()
