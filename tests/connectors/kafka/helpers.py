@@ -151,6 +151,19 @@ async def committed(bootstrap: str, group: str, topic: str) -> dict[int, int | N
         await consumer.stop()
 
 
+async def total_committed(bootstrap: str, group: str, topic: str) -> int:
+    """The group's committed offsets of ``topic`` summed over its partitions (none: 0)."""
+    return sum(o or 0 for o in (await committed(bootstrap, group, topic)).values())
+
+
+async def committed_to_end(bootstrap: str, group: str, topics: list[str]) -> bool:
+    """True once the group committed every partition of each of ``topics`` to its end."""
+    for topic in topics:
+        if await committed(bootstrap, group, topic) != await high_watermarks(bootstrap, topic):
+            return False
+    return True
+
+
 async def eventually(check: Callable[[], Awaitable[bool]], timeout: float,
                      what: str, every: float = 0.25) -> None:
     """Poll ``check`` until true; raise ``AssertionError`` naming ``what`` after ``timeout``."""

@@ -23,6 +23,7 @@ from tests.connectors.kafka.helpers import (
     committed,
     eventually,
     produce,
+    total_committed,
     unique,
 )
 
@@ -139,7 +140,6 @@ async def test_commits_follow_progress_not_only_the_interval(kafka_broker) -> No
         await cluster.submit_topology("t", conf, b.create_topology())
 
         async def nearly_all_committed() -> bool:
-            return sum(o or 0 for o in (await committed(bootstrap, group, topic)).values()) \
-                >= n - 2 * pending
+            return await total_committed(bootstrap, group, topic) >= n - 2 * pending
 
         await eventually(nearly_all_committed, 30, "commits while the topology runs")

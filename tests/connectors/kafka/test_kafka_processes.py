@@ -33,6 +33,7 @@ from tests.connectors.kafka.helpers import (
     high_watermarks,
     produce,
     read_all,
+    total_committed,
     unique,
 )
 
@@ -131,10 +132,6 @@ def engines(tmp_path: Path) -> Iterator[list[EngineProcess]]:
     yield started
     for engine in started:
         engine.kill()
-
-
-async def total_committed(bootstrap: str, group: str, topic: str) -> int:
-    return sum(o or 0 for o in (await committed(bootstrap, group, topic)).values())
 
 
 def _runs(offsets: list[int]) -> list[tuple[int, int]]:

@@ -13,39 +13,31 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from connectors.kafka.changelog import changelog_name
 from connectors.kafka.repartition import topic_name
 from tests.connectors.kafka.helpers import (
-    committed,
+    committed_to_end,
     eventually,
     high_watermarks,
     produce,
     read_all,
+    total_committed,
     unique,
 )
 from tests.connectors.kafka.test_keyed_processes import (
     REPO,
     WORDS,
     Run,
+    counts_not_under,
     keyed_run,
-    last_counts,
     refusal,
     sentences_of,
     wait_split,
     wait_truth,
     word_count_conf,
 )
-from tests.engine.test_supervisor import Supervised, supervised  # noqa: F401 (fixture)
 
 STATEFUL = REPO / "topologies" / "stateful_word_count.py"
-
-
-@pytest.fixture
-def runs(supervised: list[Supervised]) -> list[Supervised]:  # noqa: F811 (the fixture)
-    """Processes started by the test (killed afterwards if still running)."""
-    return supervised
 
 
 async def stateful_run(kafka_broker, runs: list[Run], tmp_path: Path, start) -> None:
@@ -100,33 +92,25 @@ async def test_a_killed_members_partitions_and_state_move_to_the_survivor(
     await produce(bootstrap, sentences, [(None, line.encode()) for line in lines])
 
     async def started() -> bool:
-        return sum(o or 0 for o in (await committed(bootstrap, group, hop)).values()) > 500
+        return await total_committed(bootstrap, group, hop) > 500
 
     await eventually(started, 60, "some words counted and committed")
     a.proc.kill()
     a.proc.wait(10)
-    behind = len(lines) - sum(o or 0 for o in (await committed(bootstrap, group,
-                                                               sentences)).values())
-    hop_behind = sum((await high_watermarks(bootstrap, hop)).values()) - sum(
-        o or 0 for o in (await committed(bootstrap, group, hop)).values())
+    behind = len(lines) - await total_committed(bootstrap, group, sentences)
+    hop_behind = (sum((await high_watermarks(bootstrap, hop)).values())
+                  - await total_committed(bootstrap, group, hop))
     assert hop_behind > 0, "killed too late to test a takeover"
 
-    async def all_committed() -> bool:
-        for topic in (sentences, hop):
-            if await committed(bootstrap, group, topic) != await high_watermarks(bootstrap,
-                                                                                 topic):
-                return False
-        return True
-
     try:
-        await eventually(all_committed, 120, "the survivor to commit both topics to the end")
+        await eventually(
+            lambda: committed_to_end(bootstrap, group, [sentences, hop]), 120,
+            "the survivor to commit both topics to the end")
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{b.text()[-4000:]}") from None
     assert b.stop() == 0, b.text()[-3000:]
     truth = Counter(word for line in lines for word in line.split())
-    got = await last_counts(bootstrap, counts)
-    under = {w: (got.get(w), c) for w, c in truth.items() if got.get(w, 0) < c}
-    assert not under, f"counts under the truth: {under}"
+    got = await counts_not_under(bootstrap, counts, truth)
     over = sum(got[w] - c for w, c in truth.items())
     assert over <= 8 * behind + hop_behind, (over, behind, hop_behind)
     restores = [int(line.split("restored: ")[1].split(" ")[0]) for line in

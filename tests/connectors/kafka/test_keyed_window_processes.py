@@ -12,36 +12,30 @@ from collections import Counter
 from pathlib import Path
 
 import orjson
-import pytest
 
 from connectors.kafka.changelog import changelog_name
 from connectors.kafka.repartition import topic_name
 from engine.keyed import reader_id
 from tests.connectors.kafka.helpers import (
     committed,
+    committed_to_end,
     eventually,
     high_watermarks,
     produce,
     read_all,
+    total_committed,
     unique,
 )
 from tests.connectors.kafka.test_keyed_processes import (
     Run,
-    last_counts,
+    counts_not_under,
     sentences_of,
     wait_split,
     wait_truth,
     word_count_conf,
 )
-from tests.engine.test_supervisor import Supervised, supervised  # noqa: F401 (fixture)
 
 WINDOWED = Path(__file__).resolve().parent / "window_count_topology.py"
-
-
-@pytest.fixture
-def runs(supervised: list[Supervised]) -> list[Supervised]:  # noqa: F811 (the fixture)
-    """Processes started by the test (killed afterwards if still running)."""
-    return supervised
 
 
 async def test_stateful_windowed_count_under_workers_2_is_exact(kafka_broker, runs,
@@ -108,26 +102,18 @@ async def test_a_member_joining_mid_stream_moves_windows_without_losing_a_count(
     await produce(bootstrap, sentences, [(None, line.encode()) for line in lines])
 
     async def started() -> bool:
-        return sum(o or 0 for o in (await committed(bootstrap, group, hop)).values()) > 4000
+        return await total_committed(bootstrap, group, hop) > 4000
 
     await eventually(started, 60, "some words counted and committed")
     b = Run(tmp_path / "b.log", {**conf, "topology.state.dir": tmp_path / "b"},
             file=WINDOWED)
     runs.append(b)
-    assert sum(o or 0 for o in (await committed(bootstrap, group, hop)).values()) < (
-        8 * len(lines)), "joined too late to move anything in flight"
+    assert await total_committed(bootstrap, group, hop) < 8 * len(lines), (
+        "joined too late to move anything in flight")
 
-    async def all_committed() -> bool:
-        for topic in (sentences, hop):
-            if await committed(bootstrap, group, topic) != await high_watermarks(bootstrap,
-                                                                                 topic):
-                return False
-        return True
-
-    await eventually(all_committed, 120, "both members to commit both topics to the end")
+    await eventually(lambda: committed_to_end(bootstrap, group, [sentences, hop]), 120,
+                     "both members to commit both topics to the end")
     assert a.stop() == 0 and b.stop() == 0, a.text()[-2000:] + b.text()[-2000:]
     assert "partition" in b.text() and "restored" in b.text(), b.text()[-3000:]
     truth = Counter(w for line in lines for w in line.split())
-    got = await last_counts(bootstrap, counts)
-    under = {w: (got.get(w), c) for w, c in truth.items() if got.get(w, 0) < c}
-    assert not under, f"counts under the truth: {under}"
+    await counts_not_under(bootstrap, counts, truth)
