@@ -60,6 +60,7 @@ if str(_ROOT) not in sys.path:
 # The imports below need the path set above.
 import orjson  # noqa: E402
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
+from benchlib import fresh_process  # noqa: E402
 
 from connectors.kafka import KafkaBolt, KafkaSpout  # noqa: E402
 from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
@@ -294,7 +295,7 @@ async def one_run(system: str, run: int, bootstrap: str, broker: TestingBroker |
         await broker.create_topic(sink, args.partitions)
     note = None
     started = time.monotonic()
-    cpu_before = _cpu_seconds(system)
+    cpu_before = _cpu_seconds()
     if system in OWN:
         await asyncio.to_thread(own_process, system, bootstrap, source, sink, group,
                                 args.records, args.max_spout_pending)
@@ -302,7 +303,7 @@ async def one_run(system: str, run: int, bootstrap: str, broker: TestingBroker |
         note = await asyncio.to_thread(run_peer, system, bootstrap, source, sink, group,
                                        args.records, args.peer_timeout)
     wall = time.monotonic() - started
-    cpu = _cpu_seconds(system) - cpu_before
+    cpu = _cpu_seconds() - cpu_before
     outcome = await read_outputs(bootstrap, sink, args.partitions, args.records)
     outcome.note = outcome.note or note
     outcome.cpu_us = cpu / args.records * 1e6
@@ -318,10 +319,8 @@ def own_process(system: str, bootstrap: str, source: str, sink: str, group: str,
                 records: int, max_pending: int) -> None:
     """Run ``system`` (bare, engine or storm) in a fresh process of its own, as the peers
     run in theirs: nothing of the harness or an earlier run shares its interpreter."""
-    cmd = [sys.executable, __file__, "--child", system, bootstrap, source, sink, group,
-           str(records), str(max_pending)]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    print(out.stdout, end="", flush=True)
+    print(fresh_process(__file__, "--child", system, bootstrap, source, sink, group,
+                        str(records), str(max_pending)), end="", flush=True)
 
 
 async def run_own(system: str, bootstrap: str, source: str, sink: str, group: str,
@@ -334,7 +333,7 @@ async def run_own(system: str, bootstrap: str, source: str, sink: str, group: st
                          max_pending)
 
 
-def _cpu_seconds(system: str) -> float:
+def _cpu_seconds() -> float:
     """CPU time so far of this process's finished children (every system runs in one)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime

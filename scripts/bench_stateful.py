@@ -32,7 +32,6 @@ import argparse
 import asyncio
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +46,7 @@ if str(_ROOT) not in sys.path:
 # The imports below need the path set above.
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
 from bench_kafka import FAST_GROUP, _cpu_seconds, peer_python, run_peer  # noqa: E402
+from benchlib import fresh_process  # noqa: E402
 
 from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
 from engine import Config, LocalCluster  # noqa: E402
@@ -109,10 +109,8 @@ def engine_process(bootstrap: str, source: str, sink: str, group: str, records: 
     """``run_engine`` in a fresh process of its own, as quixstreams runs in its, and as
     ``python -m engine run`` would start: nothing of the harness or an earlier run shares
     its interpreter."""
-    cmd = [sys.executable, __file__, "--engine-child", bootstrap, source, sink, group,
-           str(records), state_dir]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    print(out.stdout, end="", flush=True)
+    print(fresh_process(__file__, "--engine-child", bootstrap, source, sink, group,
+                        str(records), state_dir), end="", flush=True)
 
 
 def _acked(cluster: LocalCluster) -> int:
@@ -176,7 +174,7 @@ async def one_run(system: str, run: int, bootstrap: str, broker: TestingBroker |
     note = None
     with tempfile.TemporaryDirectory(prefix="bench-state-") as state_dir:
         started = time.monotonic()
-        cpu_before = _cpu_seconds("quix")  # both run as child processes
+        cpu_before = _cpu_seconds()  # both run as child processes
         if system == "engine":
             await asyncio.to_thread(engine_process, bootstrap, source, sink, group,
                                     args.records, state_dir)
@@ -184,7 +182,7 @@ async def one_run(system: str, run: int, bootstrap: str, broker: TestingBroker |
             note = await asyncio.to_thread(run_peer, "quix-count", bootstrap, source, sink,
                                            group, args.records, args.peer_timeout,
                                            ("--state-dir", state_dir))
-        cpu = _cpu_seconds("quix") - cpu_before
+        cpu = _cpu_seconds() - cpu_before
         wall = time.monotonic() - started
     outcome = await read_outputs(bootstrap, sink, args.partitions, truth)
     outcome.cpu_secs = cpu

@@ -35,14 +35,19 @@ from __future__ import annotations
 
 import argparse
 import resource
-import subprocess
-import sys
 import time
 import tracemalloc
 from collections import Counter
 from typing import Any
 
-from benchlib import WORDS_PER_SENTENCE, engine_word_count_run, hot_path, make_sentences, run_loop
+from benchlib import (
+    WORDS_PER_SENTENCE,
+    engine_word_count_run,
+    fresh_process,
+    hot_path,
+    make_sentences,
+    run_loop,
+)
 
 from connectors.memory import ListSpout
 from engine import Config, LocalCluster, Spout, TopologyBuilder
@@ -218,9 +223,8 @@ async def _windowed(n: int, rate: int, form: str, shape: str) -> tuple[float, li
 def windowed_run(n: int, rate: int, form: str, shape: str) -> tuple[float, float, str]:
     """One windowed run in a fresh process: words/s, peak RSS in MB, and the resident MB
     at a quarter, half and all of the run."""
-    out = subprocess.run([sys.executable, __file__, "--child", str(n), str(rate), form, shape],
-                         capture_output=True, text=True, check=True)
-    rate_s, rss, memory = out.stdout.split()[-3:]
+    out = fresh_process(__file__, "--child", str(n), str(rate), form, shape)
+    rate_s, rss, memory = out.split()[-3:]
     return float(rate_s), float(rss), memory
 
 

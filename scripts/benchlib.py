@@ -73,15 +73,22 @@ async def _engine_word_count(sentences: list[str], ackers: int, parallelism: int
     return words / elapsed
 
 
+def fresh_process(script: str, *args: str) -> str:
+    """The standard output of ``script`` run with ``args`` in a fresh interpreter (raises
+    if it fails). Benchmarks measure each run so: later runs inside one process come out
+    slower (the allocator's arenas are no longer fresh)."""
+    return subprocess.run([sys.executable, script, *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
 def engine_word_count_run(n: int, ackers: int, parallelism: int = 1) -> float:
     """One word count in a fresh process: words/s through split and count.
 
     A fresh process per run: later runs inside one process come out slower (the
     allocator's arenas are no longer fresh), which would understate either mode.
     """
-    out = subprocess.run([sys.executable, __file__, "word-count", str(n), str(ackers),
-                          str(parallelism)], capture_output=True, text=True, check=True)
-    return float(out.stdout.split()[-1])
+    out = fresh_process(__file__, "word-count", str(n), str(ackers), str(parallelism))
+    return float(out.split()[-1])
 
 
 def engine_words_per_sec(sentences: list[str], ackers: int, parallelism: int = 1,
