@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -119,3 +120,9 @@ class LogSpout(Spout):
 
     def exhausted(self) -> bool:
         return not self.replay and self.position >= len(self.log.entries)
+
+
+async def settle() -> None:
+    """Let the loop run every task that is ready, and the ones they wake, a few rounds."""
+    for _ in range(20):
+        await asyncio.sleep(0)

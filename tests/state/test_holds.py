@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from engine.state.holds import PartitionHolds
+from tests.state.helpers import settle
 
 
 class Bolt:
@@ -39,11 +40,6 @@ class Bolt:
 
     def release(self, partition: int) -> None:
         self.gates.setdefault(partition, asyncio.Event()).set()
-
-
-async def settle() -> None:
-    for _ in range(20):
-        await asyncio.sleep(0)
 
 
 async def test_a_restoring_partition_holds_only_its_own_tuples() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from engine.state.checkpoint import COMMIT, INITSTATE, PREPARE
 from engine.state.partitioned_executor import PartitionedBoltExecutor
 from engine.state.store import DELETED
-from tests.state.helpers import Recorder, checkpoint, context
+from tests.state.helpers import Recorder, checkpoint, context, settle
 from tests.state.test_stateful_executor import SOURCES, TASKS, Count, word
 
 
@@ -53,11 +53,6 @@ async def started(tmp_path: Any) -> tuple[PartitionedBoltExecutor, Recorder, Inp
     await ex.prepare(conf, context("count", 4, TASKS, SOURCES, conf), out)
     await ex.execute(checkpoint(-1, INITSTATE))
     return ex, out, source
-
-
-async def settle() -> None:
-    for _ in range(20):
-        await asyncio.sleep(0)
 
 
 async def test_changes_reach_the_changelog_before_their_tuples_are_acked(tmp_path) -> None:

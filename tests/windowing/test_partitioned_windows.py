@@ -4,7 +4,6 @@ test broker in tests/connectors/kafka/test_keyed_window_processes.py)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,7 +14,7 @@ from engine.windowing import BaseStatefulWindowedBolt, Count, TupleWindow
 from engine.windowing.partition_state import WINDOW_KEY
 from engine.windowing.partitioned import PartitionedWindowsExecutor
 from engine.windowing.stateful import StatefulWindowedBoltExecutor
-from tests.state.helpers import Recorder, checkpoint, context, make_tuple
+from tests.state.helpers import Recorder, checkpoint, context, make_tuple, settle
 from tests.state.test_stateful_executor import SOURCES, TASKS
 
 
@@ -98,11 +97,6 @@ async def started(tmp_path: Any, journal: list[Any]) -> tuple[Any, Recorder, Cha
     await ex.prepare(conf, context("letters", 4, TASKS, SOURCES, conf), out)
     await ex.execute(checkpoint(-1, INITSTATE))
     return ex, out, source
-
-
-async def settle() -> None:
-    for _ in range(20):
-        await asyncio.sleep(0)
 
 
 async def feed(ex: Any, *tuples: Any) -> None:
