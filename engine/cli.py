@@ -4,7 +4,8 @@ The file defines ``build(conf) -> Topology`` or a module-level ``topology``; an 
 ``CONF`` dict is merged under ``--conf``, and an optional ``report(conf)`` returns text
 printed to stdout once the run is over (the example's result). A status line goes to
 stderr every few seconds and once more after the drain. Ctrl-C or SIGTERM drains and
-closes. An invalid file, topology or configuration prints one line and exits with status 2;
+closes. An invalid file, topology or configuration prints one line and exits with status 2,
+as does a run that a task refused to let go on (``TopologyContext.refuse``);
 a run in which tuples were given up or lost exits with status 3 (``run_outcome``).
 ``--log-level`` sets the engine's logging (``INFO``) and, as ``NAME=LEVEL``, any logger's;
 aiokafka's loggers stay at ``WARNING`` unless named.
@@ -178,6 +179,9 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> in
                 break
         final = await cluster.kill_topology(name, wait_secs=args.drain_secs)
         print(_status(name, final, spout_ids, last), file=sys.stderr, flush=True)
+    if final.get("refused"):
+        print(f"{name}: refused: {final['refused']}", file=sys.stderr, flush=True)
+        return 2
     status, why = verdict(final, judged_spouts(topology))
     if why:
         print(f"{name}: {why}", file=sys.stderr, flush=True)

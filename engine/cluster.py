@@ -125,6 +125,7 @@ class LocalCluster:
         finally:
             self._running.pop(name, None)
         final["abandoned"] = abandoned = final["spout_pending"]
+        final["refused"] = running.stop_time.refused
         if abandoned:
             how = (f"drain timed out after {wait_secs:g} s" if wait_secs > 0
                    else "stopped without a drain")
@@ -150,7 +151,8 @@ class LocalCluster:
                     raise TopologyError(
                         f"topology {name!r}: spout {executor.component!r} has no exhausted() "
                         f"method, so the topology is never done; stop it with kill_topology")
-        while self._running.get(name) is running and not running.exhausted():
+        while (self._running.get(name) is running and running.stop_time.refused is None
+               and not running.exhausted()):
             await asyncio.sleep(_WAIT_POLL_SECS)
 
     def stats(self, name: str) -> dict[str, Any]:
@@ -163,9 +165,19 @@ class LocalCluster:
 
     def finished(self, name: str) -> bool:
         """True when every spout task has an ``exhausted()`` that returns True and no tracked
-        tree is pending: a finite topology is done."""
+        tree is pending: a finite topology is done; also True once a task refused the
+        topology (``refusal``): it must not go on."""
         running = self._running.get(name)
-        return running is not None and running.exhausted()
+        return running is not None and (running.stop_time.refused is not None
+                                        or running.exhausted())
+
+    def refusal(self, name: str) -> str | None:
+        """Why a task of running topology ``name`` refused to let it go on
+        (``TopologyContext.refuse``: its state cannot be trusted, or its group runs
+        something else), or None. ``kill_topology``'s final stats carry it as
+        ``"refused"``."""
+        running = self._running.get(name)
+        return None if running is None else running.stop_time.refused
 
     def topologies(self) -> list[str]:
         """Names of the running topologies."""

@@ -26,6 +26,7 @@ __all__ = [
     "TOPOLOGY_MESSAGE_TIMEOUT_SECS",
     "TOPOLOGY_NAME",
     "TOPOLOGY_SPOUT_FLOW_CONTROL",
+    "TOPOLOGY_STATE_ALLOW_EMPTY",
     "TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS",
     "TOPOLOGY_STATE_DIR",
     "TOPOLOGY_STATS_SAMPLE_RATE",
@@ -49,6 +50,10 @@ TOPOLOGY_STATS_SAMPLE_RATE = "topology.stats.sample.rate"
 TOPOLOGY_LOOP_BLOCK_WARN_SECS = "topology.loop.block.warn.secs"
 TOPOLOGY_STATE_DIR = "topology.state.dir"
 TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS = "topology.state.checkpoint.interval.ms"
+# Go on with the state a changelog holds when it is gone or behind (deleted, re-created,
+# a bolt renamed or added to a running group, the group's offsets lost), instead of
+# refusing to start (docs/scaling.md).
+TOPOLOGY_STATE_ALLOW_EMPTY = "topology.state.allow.empty"
 TOPOLOGY_NAME = "topology.name"
 # Cancel an async execute still running after this long (None: the message timeout; 0: never).
 TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS = "topology.bolt.execute.timeout.secs"
@@ -69,6 +74,7 @@ DEFAULTS: dict[str, Any] = {
     TOPOLOGY_LOOP_BLOCK_WARN_SECS: 1.0,
     TOPOLOGY_STATE_DIR: sqlite_file.DEFAULT_STATE_DIR,
     TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: 1000,
+    TOPOLOGY_STATE_ALLOW_EMPTY: False,
     TOPOLOGY_NAME: None,
     TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS: None,
     TOPOLOGY_WORKERS: 1,
@@ -131,6 +137,8 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
     TOPOLOGY_STATE_DIR: (lambda v: isinstance(v, str | os.PathLike) and str(v) != "",
                          "a directory path", False),
     TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: (_int_at_least(1), "an int of ms >= 1", False),
+    TOPOLOGY_STATE_ALLOW_EMPTY: (lambda v: isinstance(v, bool), "true or false (or 1 or 0)",
+                                 False),
     TOPOLOGY_NAME: (lambda v: isinstance(v, str) and bool(v), "a non-empty string", True),
     TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS: (
         lambda v: _positive_number(v) or (type(v) in (int, float) and v == 0),
@@ -139,7 +147,8 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
 }
 
 # Keys whose value is a bool; text and 0/1 are turned into one before the checks.
-_BOOLEANS = frozenset({TOPOLOGY_DEBUG, TOPOLOGY_SPOUT_FLOW_CONTROL})
+_BOOLEANS = frozenset({TOPOLOGY_DEBUG, TOPOLOGY_SPOUT_FLOW_CONTROL,
+                       TOPOLOGY_STATE_ALLOW_EMPTY})
 
 
 def known_keys() -> frozenset[str]:

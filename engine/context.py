@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,12 +13,15 @@ __all__ = ["StopTime", "TopologyContext"]
 
 class StopTime:
     """When a stop wants a topology's tasks closed: one per topology, shared by its
-    tasks' contexts; ``deadline`` (loop time) is None until the drain is over."""
+    tasks' contexts; ``deadline`` (loop time) is None until the drain is over.
+    ``refused`` is the one line of a task that found the topology must not go on (None
+    while nothing refused it): the runner then stops it with exit status 2."""
 
-    __slots__ = ("deadline",)
+    __slots__ = ("deadline", "refused")
 
     def __init__(self) -> None:
         self.deadline: float | None = None
+        self.refused: str | None = None
 
 
 class TopologyContext:
@@ -46,6 +50,20 @@ class TopologyContext:
         ``close`` or ``cleanup`` whose goodbyes can hang (leaving a Kafka consumer group)
         bounds them by it."""
         return self._stop.deadline
+
+    def refuse(self, why: str) -> None:
+        """This task found that the topology must not go on (state it cannot trust, a
+        group that runs something else): ``why`` is logged once at ERROR, the runner stops
+        the topology and exits with status 2 (under ``--workers``, every worker stops),
+        and ``LocalCluster.refusal(name)`` returns it. The first refusal is kept."""
+        if self._stop.refused is None:
+            self._stop.refused = why
+            logging.getLogger("engine").error("%s: %s", self.topology_name, why)
+
+    @property
+    def refused(self) -> str | None:
+        """The topology's refusal (``refuse``), or None."""
+        return self._stop.refused
 
     @property
     def task_index(self) -> int:

@@ -7,29 +7,34 @@ partition's next owner.
   outlives, by that much, a newer one whose input offset is not committed yet, which a
   restore skips), or checks an existing one: a different count is refused with
   ``PartitionMismatch``, one line naming the topic and both counts.
-- ``ChangelogWriter.write(partition, records)`` sends records (``encode_changes``) to that
-  partition of the changelog, the same number as the input partition, and returns once the
-  broker confirmed every one: only then may the input offsets they cover be committed.
-- ``restore_partition`` reads one changelog partition from its beginning up to the fetch
+- ``ChangelogWriter.write(records)`` sends each partition's records (``encode_changes``,
+  markers) to the changelog partition of the same number as the input partition, all
+  partitions at once, and returns, once the broker confirmed every one, the offset after
+  each partition's last record: only then may the input offsets they cover be committed,
+  and the local state move to that offset.
+- ``read_partition`` reads one changelog partition from a given offset up to the fetch
   high watermark into a ``ChangelogRestore``, one fetch at a time, yielding to the event
-  loop between fetches so that the other partitions keep flowing.
+  loop between fetches so that the other partitions keep flowing; it says whether the
+  partition is empty and whether it ends before that offset (it was created again).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 
 from connectors.kafka import client_options
 from connectors.kafka.repartition import ensure_topic
+from engine.clock import now
 from engine.state.changelog import ChangelogRestore
 
-__all__ = ["COMPACTION_LAG_MS", "ChangelogWriter", "changelog_name", "ensure_changelog",
-           "restore_partition"]
+__all__ = ["COMPACTION_LAG_MS", "ChangelogRead", "ChangelogWriter", "changelog_name",
+           "ensure_changelog", "read_partition", "topic_exists"]
 
 COMPACTION_LAG_MS = 3600 * 1000
 """How long compaction leaves a superseded changelog record: longer than any delay between
@@ -52,8 +57,19 @@ async def ensure_changelog(bootstrap: str | list[str], options: Mapping[str, Any
     return await ensure_topic(bootstrap, options, inputs, topic, _CONFIGS, "changelog")
 
 
+async def topic_exists(bootstrap: str | list[str], options: Mapping[str, Any],
+                       topic: str) -> bool:
+    """Whether ``topic`` exists (listed in the cluster's metadata; never creates it)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_options.shared(options))
+    await admin.start()
+    try:
+        return topic in set(await admin.list_topics())
+    finally:
+        await admin.close()
+
+
 class ChangelogWriter:
-    """Writes changelog records to a chosen partition and waits for the broker's word."""
+    """Writes changelog records to chosen partitions and waits for the broker's word."""
 
     def __init__(self, topic: str, bootstrap: str | list[str],
                  options: Mapping[str, Any]) -> None:
@@ -65,49 +81,88 @@ class ChangelogWriter:
         """Connect the producer."""
         await self._producer.start()
 
-    async def write(self, partition: int, records: Sequence[tuple[bytes, bytes]]) -> None:
-        """Send ``records`` to ``partition``; return once every one is confirmed (raises
-        the produce error otherwise)."""
-        send = self._producer.send
-        futures = [await send(self.topic, value, key=key, partition=partition)
-                   for key, value in records]
+    async def write(self, records: Mapping[int, Sequence[tuple[bytes, bytes]]]
+                    ) -> dict[int, int]:
+        """Send each partition's ``records``; once every one is confirmed, the offset after
+        each partition's last record (raises the produce error otherwise)."""
+        send, topic = self._producer.send, self.topic
+        last: dict[int, Any] = {}
+        futures = []
+        for partition, batch in records.items():
+            for key, value in batch:
+                futures.append(future := await send(topic, value, key=key, partition=partition))
+            if batch:
+                last[partition] = future
         await asyncio.gather(*futures)
+        return {partition: future.result().offset + 1 for partition, future in last.items()}
 
     async def stop(self) -> None:
         """Flush and close the producer."""
         await self._producer.stop()
 
 
-async def restore_partition(bootstrap: str | list[str], options: Mapping[str, Any],
-                            topic: str, partition: int, restore: ChangelogRestore,
-                            timeout: float = 300.0) -> tuple[int, float]:
-    """Read changelog ``partition`` of ``topic`` from the beginning up to its fetch high
-    watermark into ``restore``; returns the records applied and the seconds it took.
-    Raises ``TimeoutError`` after ``timeout`` seconds."""
-    started = time.monotonic()
+@dataclass(frozen=True)
+class ChangelogRead:
+    """What ``read_partition`` found: ``high`` the partition's end (fetch high watermark),
+    ``empty`` no record at all, ``rewound`` it ends before the offset asked (it was
+    created again), ``secs`` how long it took."""
+
+    high: int
+    empty: bool
+    rewound: bool
+    secs: float
+
+
+async def read_partition(bootstrap: str | list[str], options: Mapping[str, Any],
+                         topic: str, partition: int, start: int, restore: ChangelogRestore,
+                         stall_secs: float = 60.0) -> ChangelogRead:
+    """Read changelog ``partition`` of ``topic`` from offset ``start`` up to its fetch high
+    watermark into ``restore`` (nothing if it ends before ``start``). Raises
+    ``TimeoutError`` when ``stall_secs`` pass without a fetch that moved it on."""
+    started = now()
     tp = TopicPartition(topic, partition)
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                                 max_partition_fetch_bytes=8 << 20, fetch_max_wait_ms=100,
-                                **client_options.shared(options))
+                                **{**client_options.shared(options),
+                                   "auto_offset_reset": "earliest"})
     await consumer.start()
     try:
         consumer.assign([tp])
-        await consumer.seek_to_beginning(tp)
-        while not await _caught_up(consumer, tp):
-            if time.monotonic() - started > timeout:
-                raise TimeoutError(f"changelog {topic!r} partition {partition}: not read to "
-                                   f"its end in {timeout:g} s")
+        consumer.seek(tp, start)
+        high = await _high_watermark(consumer, tp, restore, stall_secs)
+        if high < start:
+            return ChangelogRead(high, high == 0, True, now() - started)
+        moved = now()
+        while await consumer.position(tp) < high:
+            if now() - moved > stall_secs:
+                raise TimeoutError(f"changelog {topic!r} partition {partition}: no record "
+                                   f"read in {stall_secs:g} s, at offset "
+                                   f"{await consumer.position(tp)} of {high}")
             batch = await consumer.getmany(tp, timeout_ms=200, max_records=FETCH_RECORDS)
-            restore.add((r.key, r.value) for r in batch.get(tp, ()))
+            got = batch.get(tp, ())
+            if got:
+                moved = now()
+                restore.add((r.offset, r.key, r.value) for r in got)
+            high = max(high, consumer.highwater(tp) or 0)
             # getmany returns buffered records without suspending: let the partitions
             # that are not restoring run between two batches.
             await asyncio.sleep(0)
     finally:
         await consumer.stop()
-    return restore.finish(), time.monotonic() - started
+    return ChangelogRead(high, high == 0, False, now() - started)
 
 
-async def _caught_up(consumer: AIOKafkaConsumer, tp: TopicPartition) -> bool:
-    """Whether the position reached the fetch high watermark (known after a fetch)."""
-    high = consumer.highwater(tp)
-    return high is not None and await consumer.position(tp) >= high
+async def _high_watermark(consumer: AIOKafkaConsumer, tp: TopicPartition,
+                          restore: ChangelogRestore, stall_secs: float) -> int:
+    """The partition's fetch high watermark, known after a first fetch; the records that
+    fetch brought go to ``restore``."""
+    asked = now()
+    while (high := consumer.highwater(tp)) is None:
+        if now() - asked > stall_secs:
+            raise TimeoutError(f"changelog {tp.topic!r} partition {tp.partition}: no fetch "
+                               f"answered in {stall_secs:g} s")
+        batch = await consumer.getmany(tp, timeout_ms=200, max_records=FETCH_RECORDS)
+        got = batch.get(tp, ())
+        if got:
+            restore.add((r.offset, r.key, r.value) for r in got)
+    return high

@@ -126,6 +126,14 @@ class Fetcher:
         pending = part.records.get(msg_id[2])
         return None if pending is None else (part, pending)
 
+    def position(self, tp: TopicPartition) -> tuple[int, int] | None:
+        """``(committed, fetched)`` offsets of ``tp``: committed last (or started at), and
+        fetched next; None unless it is held and its start is known."""
+        part = self.parts.get(tp)
+        if part is None or part.revoked or part.offsets is None:
+            return None
+        return part.offsets.committed, part.offsets.fetch_position
+
     def done(self, part: Partition, pending: Pending) -> None:
         """``pending`` was acked or finally failed: its offset may be committed."""
         if part.holds(pending):

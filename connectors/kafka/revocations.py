@@ -7,6 +7,8 @@ new ones; each callback ``subscribe``d for that group and topic is awaited, so t
 it keeps for a partition is put away before the partition's next owner starts.
 ``hold_back``/``release`` mark partitions whose state is being restored: the spout does not
 fetch them meanwhile (``held_back``), so their records do not pile up as pending trees.
+``track``/``position``: each spout's fetcher says where a partition it holds stands (its
+committed and fetched offsets), which a changelog's records and markers carry.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from aiokafka import TopicPartition
 
-__all__ = ["assigned", "held_back", "hold_back", "release", "revoked", "subscribe",
-           "unsubscribe"]
+__all__ = ["assigned", "held_back", "hold_back", "position", "release", "revoked",
+           "subscribe", "track", "unsubscribe", "untrack"]
 
 Callback = Callable[[list[int]], Awaitable[None]]
 _callbacks: dict[tuple[str, str, str], list[Callback]] = {}
 _held: dict[str, set[TopicPartition]] = {}
+Lookup = Callable[[TopicPartition], "tuple[int, int] | None"]
+_trackers: dict[str, list[Lookup]] = {}
 
 
 def subscribe(group: str, topic: str, callback: Callback, event: str = "revoked") -> None:
@@ -68,3 +72,27 @@ def release(group: str, tp: TopicPartition) -> None:
 def held_back(group: str) -> set[TopicPartition]:
     """The partitions ``group``'s spouts in this process must not fetch now."""
     return _held.get(group, set())
+
+
+def track(group: str, lookup: Lookup) -> None:
+    """``lookup(tp)`` tells ``(committed, fetched)`` offsets of partitions a spout of
+    ``group`` holds (None for others)."""
+    _trackers.setdefault(group, []).append(lookup)
+
+
+def untrack(group: str, lookup: Lookup) -> None:
+    """Stop asking ``lookup``."""
+    lookups = _trackers.get(group, [])
+    if lookup in lookups:
+        lookups.remove(lookup)
+
+
+def position(group: str, tp: TopicPartition) -> tuple[int, int] | None:
+    """``(committed, fetched)``: the input offset the spout of this process that holds
+    ``tp`` in ``group`` committed last (or started at), and the one it fetches next; None
+    when no spout here holds it."""
+    for lookup in _trackers.get(group, ()):
+        found = lookup(tp)
+        if found is not None:
+            return found
+    return None

@@ -199,6 +199,7 @@ class KafkaSpout(Spout):
         self._fetcher.on_commit_error = self._report
         self._fetcher.held_back = functools.partial(revocations.held_back, self.group_id)
         self._fetcher.on_assigned = functools.partial(revocations.assigned, self.group_id)
+        revocations.track(self.group_id, self._fetcher.position)
         try:
             await self._start_clients()
         except BaseException:
@@ -444,6 +445,7 @@ class KafkaSpout(Spout):
         self._tasks = []
         if self._split is not None:
             self._split.forget()
+        revocations.untrack(self.group_id, self._fetcher.position)
         try:
             async with asyncio.timeout_at(deadline):
                 await self._fetcher.commit()

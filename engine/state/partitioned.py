@@ -4,62 +4,111 @@ A stateful bolt whose input is split across processes by partition keeps one map
 input partition it holds, each in its own namespace (``<topology>/<component>/p<N>``), so
 that a partition's state can move with the partition. Before each tuple the executor
 selects the tuple's partition; ``get``, ``put`` and ``delete`` then go to that
-partition's map. Iteration, ``len`` and ``in`` cover every partition this process holds.
-With no partition selected (a tick tuple), ``get``, ``delete`` and ``in`` look a key up
-in every held partition, and ``put`` of a key no partition has is refused.
+partition's map. The selection belongs to the task that made it (a context variable): a
+tuple whose ``execute`` awaits keeps its partition while another task runs another
+partition's tuples. Iteration, ``len`` and ``in`` cover every partition this process
+holds. With no partition selected (a tick tuple), ``get``, ``delete`` and ``in`` look a
+key up in every held partition, and ``put`` of a key no partition has is refused.
 
-``prepare_commit``, ``commit`` and ``rollback`` act on every held partition. What each
-partition's commit changed is kept until ``take_committed`` (its changelog records).
+A checkpoint never writes a partition's changes to the local store itself: PREPARE sets
+them aside, COMMIT makes them owed to the changelog (``take_committed``), and the
+executor hands them to ``PartitionStore.commit`` only once the changelog confirmed them.
+``rollback`` returns each map to its local state plus what is still owed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 from engine.state.changelog import partition_namespace
 from engine.state.kv import KeyValueState
-from engine.state.store import SqliteStateStore
+from engine.state.partition_store import PartitionStore
+from engine.state.store import DELETED
 
-__all__ = ["PartitionedState"]
+__all__ = ["PartitionMap", "PartitionedState"]
+
+
+class PartitionMap(KeyValueState):
+    """One input partition's live map, loaded from its ``PartitionStore`` namespace; its
+    changes leave through ``take_changes`` (to the changelog first), never through the
+    store's prepare and commit."""
+
+    def __init__(self, store: PartitionStore, namespace: str) -> None:
+        # No super().__init__: the map comes from the partition store.
+        self.store = store  # type: ignore[assignment]
+        self.namespace = namespace
+        self._changes: dict[Any, Any] = {}
+        self._prepared_txid = None
+        self.committed_txid = None
+        self._live = store.load(namespace)
+
+    def take_changes(self) -> dict[Any, Any]:
+        """The changes since the last call (``DELETED`` for a removed key)."""
+        changes, self._changes = self._changes, {}
+        return changes
+
+    def reload(self, owed: dict[Any, Any]) -> None:
+        """Forget what was not committed: the local state, with ``owed`` on top."""
+        self._changes = {}
+        live = self._live = self.store.load(self.namespace)  # type: ignore[attr-defined]
+        for key, value in owed.items():
+            if value is DELETED:
+                live.pop(key, None)
+            else:
+                live[key] = value
 
 
 class PartitionedState(KeyValueState):
-    """One ``KeyValueState`` per held input partition (see the module docstring)."""
+    """One ``PartitionMap`` per held input partition (see the module docstring)."""
 
-    def __init__(self, store: SqliteStateStore, prefix: str) -> None:
+    def __init__(self, store: PartitionStore, prefix: str) -> None:
         # No super().__init__: this front loads nothing until a partition is opened.
-        self.store = store
+        self.partition_store = store
         self.namespace = prefix
         self.committed_txid = None
-        self.partitions: dict[int, KeyValueState] = {}
-        self.current: KeyValueState | None = None
-        self.selected: int | None = None  # the partition of ``current``
+        self.partitions: dict[int, PartitionMap] = {}
+        self._current: ContextVar[tuple[int, PartitionMap] | None] = ContextVar(
+            f"partition of {prefix}", default=None)
         self._prepared: dict[int, dict[Any, Any]] = {}
         self._committed: dict[int, dict[Any, Any]] = {}
 
-    def open(self, partition: int) -> KeyValueState:
+    def open(self, partition: int) -> PartitionMap:
         """Hold ``partition``: its map as the store has it (restore it first)."""
-        state = KeyValueState(self.store, partition_namespace(self.namespace, partition))
+        state = PartitionMap(self.partition_store,
+                             partition_namespace(self.namespace, partition))
         self.partitions[partition] = state
         return state
 
     def close(self, partition: int) -> None:
-        """Stop holding ``partition`` (revoked): its map leaves memory."""
-        state = self.partitions.pop(partition, None)
-        if state is not None and self.current is state:
-            self.current = self.selected = None
+        """Stop holding ``partition`` (revoked): its map leaves memory (the local store
+        keeps what the changelog confirmed)."""
+        self.partitions.pop(partition, None)
         self._prepared.pop(partition, None)
         self._committed.pop(partition, None)
 
     def select(self, partition: int | None) -> None:
-        """The partition the next calls act on (None: none; see the module docstring)."""
-        self.current = None if partition is None else self.partitions[partition]
-        self.selected = partition
+        """The partition the calls of the running task act on from now (None: none)."""
+        self._current.set(None if partition is None else
+                          (partition, self.partitions[partition]))
+
+    @property
+    def selected(self) -> int | None:
+        """The partition the running task selected, or None."""
+        current = self._current.get()
+        return None if current is None else current[0]
+
+    @property
+    def current(self) -> PartitionMap | None:
+        """The map of the partition the running task selected, or None."""
+        current = self._current.get()
+        return None if current is None else current[1]
 
     def _owner(self, key: Any) -> KeyValueState | None:
-        if self.current is not None:
-            return self.current
+        current = self._current.get()
+        if current is not None:
+            return current[1]
         return next((s for s in self.partitions.values() if key in s), None)
 
     def get(self, key: Any, default: Any = None) -> Any:
@@ -89,19 +138,19 @@ class PartitionedState(KeyValueState):
 
     def prepare_commit(self, txid: int) -> None:
         for partition, state in self.partitions.items():
-            self._prepared.setdefault(partition, {}).update(state._changes)
-            state.prepare_commit(txid)
+            self._prepared.setdefault(partition, {}).update(state.take_changes())
 
     def commit(self, txid: int | None = None) -> None:
-        for state in self.partitions.values():
-            state.commit(txid)
+        for partition, state in self.partitions.items():
+            if txid is None:  # no checkpoint: every change at once
+                self._prepared.setdefault(partition, {}).update(state.take_changes())
         for partition, changes in self._prepared.items():
             self._committed.setdefault(partition, {}).update(changes)
         self._prepared = {}
 
     def rollback(self) -> None:
-        for state in self.partitions.values():
-            state.rollback()
+        for partition, state in self.partitions.items():
+            state.reload(self._committed.get(partition, {}))
         self._prepared = {}
 
     def take_committed(self) -> dict[int, dict[Any, Any]]:

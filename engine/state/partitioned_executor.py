@@ -7,13 +7,17 @@ repartition hop (``engine/keyed``). The bolt's API does not change: ``init_state
 selected. Besides what ``StatefulBoltExecutor`` does:
 
 - a partition assigned (or, failing that, its first tuple) starts the restore of its state
-  from its changelog in the background (``PartitionHolds``): its records are not fetched
-  meanwhile and only its tuples wait; one log line says how many records it took and how
-  long;
+  in the background (``PartitionHolds``): its records are not fetched meanwhile and only
+  its tuples wait. A host that held the partition before (its state directory kept)
+  reads only what the changelog got since; one log line says how many records it took
+  and how long. A restore that fails is tried again from where it stopped; one that is
+  refused (state that is gone, a record that cannot be read) stops the topology with one
+  line (``TopologyContext.refuse``, exit status 2), its partition's tuples left unacked;
 - at each checkpoint COMMIT, what each partition's commit changed is written to its
-  changelog and confirmed by the broker before the tuples it covers are acked (so before
-  their input offsets can be committed); a failed write fails the checkpoint and keeps
-  the changes for the next COMMIT;
+  changelog with a marker, and confirmed by the broker; then the local state takes it,
+  with the changelog offset it reached; then the tuples it covers are acked (so their
+  input offsets can be committed). A failed write fails the checkpoint and keeps the
+  changes for the next COMMIT;
 - when the group takes partitions away, a changelog write in progress ends first, then
   their state leaves memory and their held tuples are failed, with those whose acks wait
   for a commit (their changes leave unwritten): their new owner reads them again. A tuple
@@ -24,15 +28,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from engine.config import TOPOLOGY_STATE_ALLOW_EMPTY
 from engine.context import TopologyContext
-from engine.state.changelog import partition_namespace
+from engine.state.changelog import StateRefused, partition_namespace
 from engine.state.executor import StatefulBoltExecutor
 from engine.state.holds import PartitionHolds
 from engine.state.kv import KeyValueState
+from engine.state.partition_store import PartitionStore
 from engine.state.partitioned import PartitionedState
+from engine.state.restored import Restored, Written
 from engine.state.store import SqliteStateStore, open_store
 from engine.tuples import Tuple
 from engine.usercall import fail_on_error
@@ -49,17 +56,25 @@ class PartitionedInput(Protocol):
         """The input partition of a tuple with ``values``."""
         ...
 
-    async def start(self, on_revoked: Any, on_assigned: Any = None) -> None:
+    async def start(self, on_revoked: Any, on_assigned: Any = None,
+                    allow_empty: bool = False) -> None:
         """Create or check the changelog; call ``on_revoked(partitions)`` on revocations
         and ``on_assigned(partitions)`` on assignments."""
 
-    async def restore(self, partition: int, store: SqliteStateStore,
-                      namespace: str) -> tuple[int, int, float]:
-        """Rebuild ``namespace`` from the changelog: records applied, skipped, seconds."""
+    def hold(self, partition: int) -> None:
+        """Do not fetch ``partition`` until its restore ended."""
+
+    async def restore(self, partition: int, store: PartitionStore,
+                      namespace: str) -> Restored:
+        """Bring ``namespace`` up to the changelog's end; then fetch the partition again.
+        Raises ``StateRefused`` for state that cannot be trusted."""
         ...
 
-    async def write(self, changes: Mapping[int, Mapping[Any, Any]]) -> None:
-        """Write and confirm each partition's committed changes."""
+    async def write(self, changes: Mapping[int, Mapping[Any, Any]],
+                    partitions: Iterable[int]) -> dict[int, Written]:
+        """Write and confirm each partition's committed changes, with a marker for each
+        of ``partitions``; where each partition's changelog stands."""
+        ...
 
     async def stop(self) -> None:
         """Close what ``start`` opened."""
@@ -78,16 +93,20 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
 
     def open_state(self, conf: dict[str, Any], context: TopologyContext) -> KeyValueState:
         self.store: SqliteStateStore | None = open_store(conf)
-        self.parts = PartitionedState(self.store, f"{context.topology_name}/"
-                                                  f"{context.component_id}")
-        self.holds = PartitionHolds(self._restore, self._run_held, self._fail_held)
+        self.partition_store = PartitionStore(self.store)
+        self.parts = PartitionedState(self.partition_store, f"{context.topology_name}/"
+                                                            f"{context.component_id}")
+        self.holds = PartitionHolds(self._restore, self._run_held, self._retry,
+                                    self._refused)
         self.writing = asyncio.Lock()
         return self.parts
 
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
                       collector: Any) -> None:
         await super().prepare(conf, context, collector)
-        await self.source.start(self._revoked, self._assigned)
+        self.context = context
+        await self.source.start(self._revoked, self._assigned,
+                                bool(conf.get(TOPOLOGY_STATE_ALLOW_EMPTY)))
 
     async def _handle(self, tup: Tuple) -> None:
         if not self.initialized:
@@ -102,14 +121,16 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
             self.out.fail(tup)  # its partition was revoked: the new owner reads it
 
     async def _restore(self, partition: int) -> None:
-        assert self.store is not None
         namespace = partition_namespace(self.parts.namespace, partition)
-        applied, skipped, secs = await self.source.restore(partition, self.store, namespace)
+        got = await self.source.restore(partition, self.partition_store, namespace)
         self.parts.open(partition)
         self.restores += 1
-        self.restored_records += applied
-        log.info("%s: partition %d restored: %d changelog records in %.2f s (%d beyond the "
-                 "committed input offset skipped)", self.name, partition, applied, secs, skipped)
+        self.restored_records += got.read
+        log.info("%s: partition %d restored: %d changelog records in %.2f s, read %s "
+                 "(%d changes applied, %d beyond the committed input offset skipped)",
+                 self.name, partition, got.read, got.secs,
+                 "past the state this host held" if got.delta else "from the beginning",
+                 got.applied, got.skipped)
 
     async def _run_held(self, partition: int, held: list[Tuple]) -> None:
         for tup in held:
@@ -119,26 +140,32 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
             except BaseException as exc:
                 fail_on_error(self.out, exc, (tup,))
 
-    def _fail_held(self, partition: int, exc: BaseException, held: list[Tuple]) -> None:
-        log.warning("%s: restore of partition %d failed (%s: %s); its %d held tuples fail "
-                    "and its next tuple restores it again", self.name, partition,
-                    type(exc).__name__, exc, len(held))
-        for tup in held:
-            self.out.fail(tup)
+    def _retry(self, partition: int, exc: BaseException, attempt: int, delay: float) -> None:
+        # The back-off (1, 2, 4 … 30 s) paces these lines.
+        log.warning("%s: restore of partition %d failed (%s: %s), try %d; trying again in "
+                    "%g s from where it stopped; its tuples wait", self.name, partition,
+                    type(exc).__name__, exc, attempt, delay)
+
+    def _refused(self, partition: int, exc: StateRefused) -> None:
+        self.context.refuse(f"{self.name}: partition {partition}: {exc}")
 
     async def _committed(self, txid: int) -> None:
         async with self.writing:
             changes = self.parts.take_committed()
-            if not changes:
-                return
             try:
-                await self.source.write(changes)
+                written = await self.source.write(changes, list(self.parts.partitions))
             except BaseException:
                 self.parts.give_back(changes)
                 raise
+            for partition, at in written.items():
+                if partition in self.parts.partitions:
+                    self.partition_store.commit(
+                        partition_namespace(self.parts.namespace, partition),
+                        changes.get(partition, {}), at.first, at.next_offset, at.marker)
 
     async def _assigned(self, partitions: list[int]) -> None:
         for partition in partitions:
+            self.source.hold(partition)
             self.holds.start(partition)
 
     async def _revoked(self, partitions: list[int]) -> None:

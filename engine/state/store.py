@@ -183,6 +183,17 @@ class SqliteStateStore:
             if gone:
                 conn.executemany("DELETE FROM kv WHERE ns = ? AND key = ?", gone)
 
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The file's connection, for reads of the tables that modules beside this one keep
+        in the same file (``PartitionStore``)."""
+        return self._conn
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One write transaction on the file: committed when the block ends, rolled back
+        if it raises."""
+        return transaction(self._conn)
+
     def close(self) -> None:
         """Close the connection."""
         self._conn.close()

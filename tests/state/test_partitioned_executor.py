@@ -5,41 +5,58 @@ tests/connectors/kafka/test_keyed_state_processes.py)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from engine.state.changelog import StateRefused
 from engine.state.checkpoint import COMMIT, INITSTATE, PREPARE
+from engine.state.partition_store import PartitionStore
 from engine.state.partitioned_executor import PartitionedBoltExecutor
+from engine.state.restored import Restored, Written
 from engine.state.store import DELETED
 from tests.state.helpers import Recorder, checkpoint, context, settle
 from tests.state.test_stateful_executor import SOURCES, TASKS, Count, word
 
 
 class Input:
-    """Partitions by the word's first letter; restores from a dict; records writes."""
+    """Partitions by the word's first letter; restores nothing; records writes."""
 
     def __init__(self) -> None:
         self.written: list[dict[int, dict[Any, Any]]] = []
+        self.marked: list[list[int]] = []
         self.fail_writes = 0
+        self.refuse: dict[int, str] = {}
+        self.held: list[int] = []
         self.gate = asyncio.Event()
         self.gate.set()
 
     def partition_of(self, values: Sequence[Any]) -> int:
         return 0 if values[0] < "m" else 1
 
-    async def start(self, on_revoked: Any, on_assigned: Any = None) -> None:
+    async def start(self, on_revoked: Any, on_assigned: Any = None,
+                    allow_empty: bool = False) -> None:
         self.on_revoked, self.on_assigned = on_revoked, on_assigned
 
-    async def restore(self, partition: int, store: Any, namespace: str) -> tuple[int, int, float]:
-        await self.gate.wait()
-        store.clear(namespace)
-        return 0, 0, 0.0
+    def hold(self, partition: int) -> None:
+        self.held.append(partition)
 
-    async def write(self, changes: Mapping[int, Mapping[Any, Any]]) -> None:
+    async def restore(self, partition: int, store: PartitionStore, namespace: str) -> Restored:
+        await self.gate.wait()
+        if partition in self.refuse:
+            raise StateRefused(self.refuse[partition])
+        if store.position(namespace) is None:
+            store.begin(namespace, "cl")
+        return Restored(0, 0, 0, 0.0, False)
+
+    async def write(self, changes: Mapping[int, Mapping[Any, Any]],
+                    partitions: Iterable[int]) -> dict[int, Written]:
         if self.fail_writes:
             self.fail_writes -= 1
             raise OSError("broker gone")
         self.written.append({p: dict(c) for p, c in changes.items()})
+        self.marked.append(sorted(partitions))
+        end = len(self.written) * 10
+        return {p: Written(0, end, (0, end)) for p in set(partitions) | set(changes)}
 
     async def stop(self) -> None:
         pass
@@ -66,9 +83,13 @@ async def test_changes_reach_the_changelog_before_their_tuples_are_acked(tmp_pat
     source.fail_writes = 1
     await ex.execute(checkpoint(0, COMMIT))
     assert source.written == [] and a not in out.acks  # the checkpoint failed
+    assert ex.partition_store.load("t/count/p0") == {}  # nothing local unconfirmed
     await ex.execute(checkpoint(0, COMMIT))  # the recovery commits again
     assert source.written == [{0: {"apple": 1}, 1: {"zebra": 1}}]
     assert a in out.acks and z in out.acks
+    # Confirmed: the local state has it, at the changelog's offset.
+    assert ex.partition_store.load("t/count/p0") == {"apple": 1}
+    assert ex.partition_store.position("t/count/p1").next_offset == 10  # type: ignore[union-attr]
     ex.state.select(1)
     ex.state.delete("zebra")
     await ex.execute(checkpoint(1, PREPARE))
@@ -143,4 +164,42 @@ async def test_a_tuple_of_a_revoked_partition_is_failed_until_it_is_assigned_aga
     await settle()
     assert ex.metrics()["state_restores"] == 2 and again not in out.fails
     assert [e[1] for e in out.emits if e[0] == "default"][-1] == ["yak", 1]
+    await ex.cleanup()
+
+
+async def test_every_held_partition_gets_a_marker_even_without_changes(tmp_path) -> None:
+    ex, _out, source = await started(tmp_path)
+    await ex.execute(word("apple"))
+    await ex.execute(word("zebra"))
+    await settle()
+    await ex.execute(checkpoint(0, PREPARE))
+    await ex.execute(checkpoint(0, COMMIT))
+    await ex.execute(checkpoint(1, PREPARE))  # nothing changed since
+    await ex.execute(checkpoint(1, COMMIT))
+    assert source.marked == [[0, 1], [0, 1]] and source.written[-1] == {}
+    await ex.cleanup()
+
+
+async def test_an_assignment_holds_the_partition_back_before_its_restore(tmp_path) -> None:
+    ex, _out, source = await started(tmp_path)
+    source.gate.clear()
+    await source.on_assigned([1])
+    assert source.held == [1] and ex.metrics()["state_restoring"] == 1
+    source.gate.set()
+    await settle()
+    assert 1 in ex.holds.ready
+    await ex.cleanup()
+
+
+async def test_a_refused_restore_refuses_the_topology_and_fails_nothing(tmp_path) -> None:
+    ex, out, source = await started(tmp_path)
+    source.refuse[1] = "changelog 'cl' partition 1 is empty, but group 'g' committed 40"
+    z = word("zebra")
+    await ex.execute(z)
+    await ex.execute(word("apple"))  # another partition runs on
+    await settle()
+    refused = ex.context.refused
+    assert refused is not None and "partition 1" in refused and "committed 40" in refused
+    assert z not in out.fails and z not in out.acks
+    assert [e[1][0] for e in out.emits if e[0] == "default"] == ["apple"]
     await ex.cleanup()

@@ -4,12 +4,14 @@ test broker in tests/connectors/kafka/test_keyed_window_processes.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from engine.state import KeyValueState
 from engine.state.changelog import ChangelogRestore, encode_changes
 from engine.state.checkpoint import CHECKPOINT_STREAM, COMMIT, INITSTATE, PREPARE
+from engine.state.partition_store import PartitionStore
+from engine.state.restored import Restored, Written
 from engine.windowing import BaseStatefulWindowedBolt, Count, TupleWindow
 from engine.windowing.partition_state import WINDOW_KEY
 from engine.windowing.partitioned import PartitionedWindowsExecutor
@@ -31,18 +33,26 @@ class Changelog:
     def partition_of(self, values: Sequence[Any]) -> int:
         return 0 if values[0] < "m" else 1
 
-    async def start(self, on_revoked: Any, on_assigned: Any = None) -> None:
+    async def start(self, on_revoked: Any, on_assigned: Any = None,
+                    allow_empty: bool = False) -> None:
         self.on_revoked, self.on_assigned = on_revoked, on_assigned
 
-    async def restore(self, partition: int, store: Any, namespace: str) -> tuple[int, int, float]:
-        restore = ChangelogRestore(store, namespace, self.committed[partition])
-        restore.add(self.records[partition])
-        return restore.finish(), restore.skipped, 0.0
+    def hold(self, partition: int) -> None:
+        pass
 
-    async def write(self, changes: Mapping[int, Mapping[Any, Any]]) -> None:
+    async def restore(self, partition: int, store: PartitionStore, namespace: str) -> Restored:
+        store.begin(namespace, "cl")
+        restore = ChangelogRestore(store, namespace, self.committed[partition], "cl")
+        restore.add((i, k, v) for i, (k, v) in enumerate(self.records[partition]))
+        restore.finish()
+        return Restored(restore.applied, restore.skipped, restore.records, 0.0, False)
+
+    async def write(self, changes: Mapping[int, Mapping[Any, Any]],
+                    partitions: Iterable[int]) -> dict[int, Written]:
         self.written.append({p: dict(c) for p, c in changes.items()})
         for partition, changed in changes.items():
             self.records[partition] += encode_changes(changed, self.committed[partition])
+        return {p: Written(self.committed[p], len(self.records[p]), None) for p in changes}
 
     async def stop(self) -> None:
         pass

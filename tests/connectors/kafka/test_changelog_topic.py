@@ -14,11 +14,11 @@ from connectors.kafka.changelog import (
     ChangelogWriter,
     changelog_name,
     ensure_changelog,
-    restore_partition,
+    read_partition,
 )
 from connectors.kafka.repartition import PartitionMismatch
 from engine.state.changelog import ChangelogRestore, encode_changes, partition_namespace
-from engine.state.kv import KeyValueState
+from engine.state.partition_store import PartitionStore
 from engine.state.store import DELETED, SqliteStateStore
 from tests.connectors.kafka.helpers import partitions, unique
 
@@ -63,19 +63,32 @@ async def test_a_partition_is_restored_up_to_the_committed_offset(kafka_broker,
     writer = ChangelogWriter(topic, bootstrap, {})
     await writer.start()
     try:
-        await writer.write(1, encode_changes({"a": 1, "b": 1}, 5))
-        await writer.write(1, encode_changes({"a": 2, "b": DELETED, "c": 1}, 9))
-        await writer.write(1, encode_changes({"a": 7}, 12))  # not committed yet
-        await writer.write(0, encode_changes({"other": 1}, 3))
+        ends = [await writer.write({1: encode_changes({"a": 1, "b": 1}, 5)}),
+                await writer.write({1: encode_changes({"a": 2, "b": DELETED, "c": 1}, 9),
+                                    0: encode_changes({"other": 1}, 3)}),
+                await writer.write({1: encode_changes({"a": 7}, 12)})]  # not committed yet
     finally:
         await writer.stop()
-    store = SqliteStateStore(tmp_path / "s.sqlite3")
+    assert ends == [{1: 2}, {1: 5, 0: 1}, {1: 6}]  # the offset after each partition's last
+    store = PartitionStore(SqliteStateStore(tmp_path / "s.sqlite3"))
     ns = partition_namespace("t/count", 1)
-    restore = ChangelogRestore(store, ns, committed=10)
-    applied, secs = await restore_partition(bootstrap, {}, topic, 1, restore, timeout=30)
-    assert (applied, restore.skipped) == (5, 1) and secs < 30
-    assert dict(KeyValueState(store, ns)) == {"a": 2, "c": 1}
+    store.begin(ns, topic)
+    restore = ChangelogRestore(store, ns, 10, "changelog")
+    read = await read_partition(bootstrap, {}, topic, 1, 0, restore)
+    assert (restore.finish(), restore.skipped) == (5, 1)
+    assert read.high == 6 and not read.empty and not read.rewound
+    assert store.load(ns) == {"a": 2, "c": 1}
+    assert store.position(ns).next_offset == 6  # type: ignore[union-attr]
+    # From a position: only what came after it.
+    later = ChangelogRestore(store, ns, 20, "changelog")
+    await read_partition(bootstrap, {}, topic, 1, 5, later)
+    assert later.finish() == 1 and later.records == 1 and store.load(ns) == {"a": 7, "c": 1}
+    # A position beyond the end: the changelog was created again.
+    beyond = await read_partition(bootstrap, {}, topic, 0, 40, ChangelogRestore(
+        store, "t/count/p0", 10, "changelog"))
+    assert beyond.rewound and beyond.high == 1
     empty = unique("empty")
     await kafka_broker.create_topic(empty, 1)
-    nothing = ChangelogRestore(store, "t/x/p0", committed=10)
-    assert (await restore_partition(bootstrap, {}, empty, 0, nothing, timeout=30))[0] == 0
+    nothing = ChangelogRestore(store, "t/x/p0", 10, "changelog")
+    got = await read_partition(bootstrap, {}, empty, 0, 0, nothing)
+    assert got.empty and nothing.records == 0
