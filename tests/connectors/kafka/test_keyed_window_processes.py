@@ -71,6 +71,8 @@ async def test_stateful_windowed_count_under_workers_2_is_exact(kafka_broker, ru
     ends = await high_watermarks(bootstrap, hop)
     ids: dict[int, tuple[list[object], list[int | None]]] = {}
     for record in await read_all(bootstrap, changelog_name(group, "count")):
+        if record.key.startswith(b"\x00"):
+            continue  # a marker or a start record
         key = orjson.loads(record.key)
         if isinstance(key, list) and key[0] == "$window":
             ids[record.partition] = (key, orjson.loads(record.value.split(b" ", 1)[1]))
