@@ -1,0 +1,190 @@
+"""Keyed state across restarts on the test broker: a host started again with its state
+directory reads only what changed since its last checkpoint; state that is gone and a
+changelog record that cannot be read are refused with one line and exit status 2, never
+restored as empty or retried forever."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+
+from connectors.kafka.changelog import ChangelogWriter, changelog_name, ensure_changelog
+from connectors.kafka.repartition import topic_name
+from engine.murmur2 import default_partition
+from engine.state.changelog import encode_changes, encode_marker, encode_start
+from tests.connectors.kafka.helpers import (
+    committed_to_end,
+    eventually,
+    high_watermarks,
+    produce,
+    total_committed,
+    unique,
+)
+from tests.connectors.kafka.test_keyed_processes import (
+    WORDS,
+    Run,
+    counts_not_under,
+    sentences_of,
+    wait_truth,
+    word_count_conf,
+)
+from tests.connectors.kafka.test_keyed_state_processes import STATEFUL
+
+SEEDED = 20_000  # changelog records per partition before the first run
+
+
+async def seed(kafka_broker, group: str, sentences: str) -> str:
+    """A group that already counted: one hop record per partition committed past, and a
+    changelog of ``SEEDED`` keys per partition; returns the changelog topic."""
+    bootstrap = kafka_broker.bootstrap
+    hop = topic_name(group, "count")
+    await kafka_broker.create_topic(hop, 2, {"cleanup.policy": "delete", "retention.ms": "-1"})
+    for p in (0, 1):
+        await produce(bootstrap, hop, [(b"x", b"\x90")], partition=p)
+    member = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                              enable_auto_commit=False)
+    await member.start()
+    try:
+        member.assign([TopicPartition(hop, p) for p in (0, 1)])
+        await member.commit({TopicPartition(hop, p): 1 for p in (0, 1)})
+    finally:
+        await member.stop()
+    changelog = changelog_name(group, "count")
+    await ensure_changelog(bootstrap, {}, [sentences], changelog)
+    writer = ChangelogWriter(changelog, bootstrap, {})
+    await writer.start()
+    try:
+        await writer.write({p: [encode_start(1), *encode_changes(
+            {f"old{p}-{i}": i for i in range(SEEDED)}, 0), encode_marker(1, 1)]
+            for p in (0, 1)})
+    finally:
+        await writer.stop()
+    return changelog
+
+
+def restores(run: Run) -> list[tuple[int, str]]:
+    """``(records read, how)`` of each partition restore ``run`` logged."""
+    out = []
+    for line in run.text().splitlines():
+        if "changelog records in" in line:
+            read = int(line.split("restored: ")[1].split(" ")[0])
+            out.append((read, "delta" if "past the state this host held" in line else "full"))
+    return out
+
+
+async def test_a_host_killed_and_started_again_reads_only_what_changed(
+        kafka_broker, runs, tmp_path: Path) -> None:
+    bootstrap = kafka_broker.bootstrap
+    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
+    await kafka_broker.create_topic(sentences, 2)
+    await kafka_broker.create_topic(counts, 2)
+    changelog = await seed(kafka_broker, group, sentences)
+    hop = topic_name(group, "count")
+    conf = word_count_conf(bootstrap, sentences, counts, group,
+                           **{"topology.state.checkpoint.interval.ms": 200,
+                              "topology.workers": 2, "topology.state.dir": tmp_path})
+    first = Run(tmp_path / "first.log", conf, file=STATEFUL)
+    runs.append(first)
+    lines = sentences_of(6000)
+    await produce(bootstrap, sentences, [(None, line.encode()) for line in lines])
+
+    async def counting() -> bool:
+        return await total_committed(bootstrap, group, hop) > 3000
+
+    await eventually(counting, 90, "some words counted and committed")
+    first.proc.kill()
+    first.proc.wait(10)
+    assert sorted(how for _, how in restores(first)) == ["full", "full"], first.text()[-3000:]
+    size = sum((await high_watermarks(bootstrap, changelog)).values())
+    again = Run(tmp_path / "again.log", conf, file=STATEFUL)
+    runs.append(again)
+    await eventually(lambda: committed_to_end(bootstrap, group, [sentences, hop]), 120,
+                     "the restarted host to commit both topics to the end")
+    assert again.stop() == 0, again.text()[-3000:]
+    got = restores(again)
+    assert sorted(how for _, how in got) == ["delta", "delta"], again.text()[-3000:]
+    read = sum(n for n, _ in got)
+    assert read <= 0.05 * size, (read, size, again.text()[-3000:])
+    truth = Counter(word for line in lines for word in line.split())
+    await counts_not_under(bootstrap, counts, truth)
+
+
+async def counted_once(kafka_broker, runs, tmp_path: Path) -> tuple[dict[str, object], str]:
+    """A stateful count of 600 sentences run to the truth and stopped; its conf and
+    changelog topic."""
+    bootstrap = kafka_broker.bootstrap
+    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
+    await kafka_broker.create_topic(sentences, 2)
+    await kafka_broker.create_topic(counts, 2)
+    conf = word_count_conf(bootstrap, sentences, counts, group,
+                           **{"topology.state.checkpoint.interval.ms": 200,
+                              "topology.workers": 2})
+    run = Run(tmp_path / "first.log", {**conf, "topology.state.dir": tmp_path / "a"},
+              file=STATEFUL)
+    runs.append(run)
+    lines = sentences_of(600)
+    await produce(bootstrap, sentences, [(None, line.encode()) for line in lines])
+    await wait_truth(bootstrap, counts, Counter(w for line in lines for w in line.split()),
+                     runs)
+    await eventually(lambda: committed_to_end(bootstrap, group,
+                                              [sentences, topic_name(group, "count")]),
+                     60, "every offset committed")
+    assert run.stop() == 0, run.text()[-3000:]
+    return conf, changelog_name(group, "count")
+
+
+async def refused(run: Run) -> list[str]:
+    """The lines of ``run`` that say why it was refused; it must exit with status 2."""
+    try:
+        code = await asyncio.to_thread(run.proc.wait, 90)
+    finally:
+        if run.proc.poll() is None:
+            run.proc.kill()
+    assert code == 2, run.text()[-3000:]
+    return [line for line in run.text().splitlines()
+            if "refused" in line or "error:" in line or "ERROR" in line]
+
+
+async def test_a_deleted_changelog_is_refused_at_start(kafka_broker, runs,
+                                                      tmp_path: Path) -> None:
+    conf, changelog = await counted_once(kafka_broker, runs, tmp_path)
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap)
+    await admin.start()
+    try:
+        await admin.delete_topics([changelog])
+    finally:
+        await admin.close()
+    # Another host (its own state directory): nothing of the state is left anywhere.
+    again = Run(tmp_path / "again.log", {**conf, "topology.state.dir": tmp_path / "b"},
+                file=STATEFUL)
+    runs.append(again)
+    lines = await refused(again)
+    assert len(lines) == 1, lines
+    assert f"changelog {changelog!r} does not exist" in lines[0], lines
+    assert "topology.state.allow.empty=true" in lines[0], lines
+
+
+async def test_an_unreadable_changelog_record_is_named_once(kafka_broker, runs,
+                                                           tmp_path: Path) -> None:
+    conf, changelog = await counted_once(kafka_broker, runs, tmp_path)
+    word = WORDS[3]
+    partition = default_partition(word.encode(), [0, 1], [0, 1])
+    writer = ChangelogWriter(changelog, kafka_broker.bootstrap, {})
+    await writer.start()
+    try:
+        end = await writer.write({partition: [(b'"%s"' % word.encode(), b"xyz")]})
+    finally:
+        await writer.stop()
+    again = Run(tmp_path / "again.log", {**conf, "topology.state.dir": tmp_path / "b"},
+                file=STATEFUL)
+    runs.append(again)
+    lines = await refused(again)
+    errors = [line for line in lines if "ERROR" in line]
+    assert len(errors) == 1, lines
+    where = f"changelog {changelog!r} partition {partition} offset {end[partition] - 1}"
+    assert where in errors[0] and f'\'"{word}"\'' in errors[0] and "xyz" in errors[0], lines
+    assert again.text().count("restore of partition") == 0, again.text()[-3000:]
