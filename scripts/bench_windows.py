@@ -44,7 +44,7 @@ from engine.gc_tuning import tune_gc
 from engine.testing import wait_until
 from engine.tuples import Fields, Source, Tuple
 from engine.windowing import BaseWindowedBolt, Duration, TupleWindow
-from engine.windowing.executor import build_manager
+from engine.windowing.build import build_manager
 from engine.windowing.spec import WindowSpec
 
 LENGTH, SLIDE = Duration(10), Duration(1)

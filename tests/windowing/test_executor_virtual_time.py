@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.windowing import BaseWindowedBolt, Count, Duration, TupleWindow
-from engine.windowing.executor import windowed_executor
+from engine.windowing.wiring import windowed_executor
 from tests.state.helpers import Recorder, context, make_tuple
 
 
@@ -32,8 +32,7 @@ async def prepared(bolt: Sum) -> tuple[Any, Recorder, list[float]]:
     out = Recorder()
     await ex.prepare(conf, context("sum", 2, {"numbers": [1], "sum": [2]},
                                    [("numbers", "default")], conf), out)
-    for task in ex._timers:  # the test plays the timer
-        task.cancel()
+    await ex.timers.cancel()  # the test plays the timer
     clock = [0.0]
     ex._loop_time = lambda: clock[0]
     ex._epoch = 1000.0
@@ -112,7 +111,7 @@ async def test_a_queue_batch_is_windowed_in_order_and_its_late_tuples_are_acked(
     first = batch(100, 300, 200)
     ex.execute_batch(first)
     assert ex.manager.held() == first and out.acks == out.fails == []
-    assert ex.watermarks.advance() == 300
+    assert ex.event_time.watermarks.advance() == 300
     late, flag = batch(50, True)
     ex.execute_batch([late, flag])
     assert out.acks == [late] and out.fails == [flag]
