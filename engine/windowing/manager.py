@@ -21,7 +21,9 @@ Two forms of the queue:
 
 Either way, expired tuples leave the queue at the next evaluation or, between evaluations,
 once ``EXPIRE_EVENTS_THRESHOLD`` tuples were added since the last look (checked per ``add``
-and per ``add_all`` batch).
+and per ``add_all`` batch). Before the first evaluation that compaction expires only the
+run of events at the head that were older than the window when they arrived (the eviction
+policy's ``stale_before``): what arrived inside the window waits for the first evaluation.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import islice, repeat
+from itertools import islice, repeat, takewhile
 from operator import attrgetter
 from typing import Any
 
@@ -86,6 +88,10 @@ class WindowManager:
         self._ordered = getattr(eviction, "thresholds", None) is not None
         self._last_ts = self._last_end = -(1 << 62)
         self._evaluated = 0
+        # Before the first evaluation: the first ``_stale_head`` queued events were older
+        # than the window when they arrived (a count kept only while every queued one was).
+        self._before_first = True
+        self._stale_head = 0
         # Time policies do nothing per event: ``add_all`` then queues a batch in one loop.
         self._per_event = self.eviction.tracks_events or self.trigger.tracks_events
 
@@ -107,10 +113,13 @@ class WindowManager:
         self._stamps.clear()
         self.queue.clear()
         self._evaluated = 0
+        self._stale_head = 0
 
     def add(self, item: Any, ts: int, now: int) -> None:
         """Queue ``item`` stamped ``ts``; the trigger may evaluate the window right away."""
         self._now = now
+        if self._before_first:
+            self._note_stale((ts,), now)
         self._queue(item, ts)
         self.eviction.track(False)
         self.trigger.track(None, now)
@@ -127,6 +136,8 @@ class WindowManager:
         self._now = now
         if not stamps:
             return
+        if self._before_first:
+            self._note_stale(stamps, now)
         if stamps[0] >= self._last_ts and sorted(stamps) == stamps:  # in order: C speed
             if self._ordered:
                 self._items.extend(items)
@@ -140,6 +151,16 @@ class WindowManager:
         self._since_expiry += len(items)
         if self._since_expiry >= EXPIRE_EVENTS_THRESHOLD:
             self._scan(full=False)
+
+    def _note_stale(self, stamps: Iterable[int], now: int) -> None:
+        """Events stamped ``stamps`` arrive at ``now``, before the first evaluation: while
+        every queued event was older than the window on arrival, count those of them that
+        are too (up to the first that is not)."""
+        if self._stale_head != len(self):
+            return
+        limit = self.eviction.stale_before(now)
+        if limit is not None:
+            self._stale_head += sum(1 for _ in takewhile(limit.__ge__, stamps))
 
     def _queue(self, item: Any, ts: int) -> None:
         """Queue one item: in the ordered form while stamps keep in order, else (from the
@@ -168,6 +189,8 @@ class WindowManager:
 
     def on_trigger(self) -> bool:
         """Evaluate the window (called by the trigger); True if it held any event."""
+        self._before_first = False  # from now on the policy decides by the reference time
+        self._stale_head = 0
         thresholds = getattr(self.eviction, "thresholds", None)
         if self._ordered and (thresholds is None or thresholds(self._now)[1] < self._last_end):
             self._unordered()  # a count window, or an end before the last: scan
@@ -243,7 +266,11 @@ class WindowManager:
         timestamp, which the loop applies without a call per event.
         """
         thresholds = getattr(self.eviction, "thresholds", None)
-        if thresholds is not None:
+        window: list[Event] = []
+        if self._stale_head:  # before the first evaluation (not full): stale on arrival
+            expired = self._pop_head(self._stale_head)
+            self._stale_head = 0
+        elif thresholds is not None:
             expired, window = self._scan_times(full, *thresholds(self._now))
         else:
             expired, window = self._scan_calls(full)
@@ -316,14 +343,20 @@ class WindowManager:
             stamps = self._stamps
             if not stamps or stamps[0] > expire_to:
                 return []  # the common case between evaluations: nothing to expire
-            n = bisect_right(stamps, expire_to)
-            deque(map(deque.popleft, repeat(stamps, n)), 0)
-            return list(map(deque.popleft, repeat(self._items, n)))
+            return self._pop_head(bisect_right(stamps, expire_to))
         queue = self.queue
         expired = []
         while queue and queue[0].ts <= expire_to:
             expired.append(queue.popleft().item)
         return expired
+
+    def _pop_head(self, n: int) -> list[Any]:
+        """Take the first ``n`` queued items out of the queue."""
+        if self._ordered:
+            deque(map(deque.popleft, repeat(self._stamps, n)), 0)
+            return list(map(deque.popleft, repeat(self._items, n)))
+        queue = self.queue
+        return [queue.popleft().item for _ in range(n)]
 
     # -- queries of the watermark triggers -----------------------------------------------
 
