@@ -36,4 +36,4 @@ def build_manager(spec: WindowSpec) -> WindowManager:
     else:
         trigger = WatermarkTimeTrigger if spec.event_time else TimeTrigger
         n = slide.millis
-    return WindowManager(eviction, lambda m, e: trigger(n, m, e), spec.incremental)
+    return WindowManager(eviction, lambda m, e: trigger(n, m, e))

@@ -172,7 +172,7 @@ class WindowedBoltExecutor(Bolt):
         try:
             yield
         except BaseException as exc:
-            self.acks.fail(act.new if act.items is None else act.items, exc)
+            self.acks.fail(act.new if self.spec.incremental else act.items, exc)
         else:
             self.evaluated(act)
         finally:
@@ -181,8 +181,10 @@ class WindowedBoltExecutor(Bolt):
     def _window(self, act: Activation) -> TupleWindow:
         length = self.spec.length
         start = act.reference_time - length.millis if isinstance(length, Duration) else None
-        self.collector.anchors = act.new if act.items is None else act.items
-        return TupleWindow(act.items, act.new, act.expired, start, act.reference_time,
+        # The whole window (Storm's), listed only if an emit comes; or, with
+        # ``with_incremental()``, the evaluation's new tuples.
+        self.collector.anchors = act.new if self.spec.incremental else act.window
+        return TupleWindow(act.window, act.new, act.expired, start, act.reference_time,
                            act.size)
 
     def evaluated(self, act: Activation) -> None:

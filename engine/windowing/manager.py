@@ -12,8 +12,8 @@ Two forms of the queue:
   two pointers per queued tuple, queued a batch at a time at C speed. The window is a
   prefix of the queue that only grows at its end and shrinks at its head; an evaluation
   costs what expired and what is new (found by bisection of the stamps), not the window's
-  size (plus a copy of the window, at C speed, when the bolt asks for ``get()``; none in
-  the incremental form).
+  size: the window itself is a ``WindowSlice`` of the queue, copied (at C speed) only if
+  the bolt asks for it.
 - *scan*: out-of-order timestamps, or count windows, fall back for good to one ``Event``
   (three slots) per queued tuple and a scan of the queue per evaluation, as Storm's manager
   does. Which events are new since the previous evaluation is marked on the events
@@ -28,6 +28,7 @@ policy's ``stale_before``): what arrived inside the window waits for the first e
 
 from __future__ import annotations
 
+import weakref
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -37,6 +38,7 @@ from operator import attrgetter
 from typing import Any
 
 from engine.windowing.policies import EXPIRE, PROCESS, STOP, Event, EvictionPolicy, TriggerPolicy
+from engine.windowing.window_slice import WindowSlice
 
 __all__ = ["EXPIRE_EVENTS_THRESHOLD", "Activation", "Event", "Expired", "WindowManager"]
 
@@ -54,31 +56,34 @@ class Expired:
 
 @dataclass(frozen=True, slots=True)
 class Activation:
-    """One evaluation: the items in the window (None in the incremental form), those new
-    since the last evaluation, those expired since then, the reference time (the window's
-    end, ms) and how many items the window holds."""
+    """One evaluation: the items in the window (a list, or a slice of the queue copied when
+    asked), those new since the last evaluation, those expired since then, the reference
+    time (the window's end, ms) and how many items the window holds."""
 
-    items: list[Any] | None
+    window: list[Any] | WindowSlice
     new: list[Any]
     expired: list[Any]
     reference_time: int
     size: int
+
+    @property
+    def items(self) -> list[Any]:
+        """The items in the window, in arrival order."""
+        window = self.window
+        return window if isinstance(window, list) else window.list()
 
 
 class WindowManager:
     """Holds a window's events; evaluates them when its trigger policy fires."""
 
     def __init__(self, eviction: EvictionPolicy,
-                 trigger: Callable[[WindowManager, EvictionPolicy], TriggerPolicy],
-                 incremental: bool = False) -> None:
+                 trigger: Callable[[WindowManager, EvictionPolicy], TriggerPolicy]) -> None:
         self.queue: deque[Event] = deque()
         """The scan form's events (empty while the queue is ordered)."""
         self._items: deque[Any] = deque()  # the ordered form: items and their stamps
         self._stamps: deque[int] = deque()
         self.eviction = eviction
         self.trigger = trigger(self, eviction)
-        self.incremental = incremental
-        """Activations carry no list of the window's items (``Activation.items`` is None)."""
         self.outputs: list[Expired | Activation] = []
         self._expired: list[Any] = []
         self._since_expiry = 0
@@ -88,6 +93,8 @@ class WindowManager:
         self._ordered = getattr(eviction, "thresholds", None) is not None
         self._last_ts = self._last_end = -(1 << 62)
         self._evaluated = 0
+        self._popped = 0  # items taken from the ordered form's head since the start
+        self._slices: list[weakref.ref[WindowSlice]] = []  # windows not copied yet
         # Before the first evaluation: the first ``_stale_head`` queued events were older
         # than the window when they arrived (a count kept only while every queued one was).
         self._before_first = True
@@ -109,6 +116,8 @@ class WindowManager:
 
     def clear(self) -> None:
         """Drop every queued item (their tuples are the caller's to fail or ack)."""
+        self._keep_slices()
+        self._popped += len(self._items)
         self._items.clear()
         self._stamps.clear()
         self.queue.clear()
@@ -194,23 +203,44 @@ class WindowManager:
         thresholds = getattr(self.eviction, "thresholds", None)
         if self._ordered and (thresholds is None or thresholds(self._now)[1] < self._last_end):
             self._unordered()  # a count window, or an end before the last: scan
+        window: list[Any] | WindowSlice
         if self._ordered:
             size, new = self._evaluate_ordered()
-            items = (None if self.incremental or not size
-                     else list(islice(self._items, size)))
+            window = self._slice_of(size)
         else:
-            items, new = self._evaluate_scan()
-            size = len(items)
-            if self.incremental:
-                items = None
+            window, new = self._evaluate_scan()
+            size = len(window)
         self._generation += 1
         expired, self._expired = self._expired, []
         if size:
             ctx = self.eviction.context
             ref = ctx.reference_time if ctx is not None else self._now
-            self.outputs.append(Activation(items, new, expired, ref, size))
+            self.outputs.append(Activation(window, new, expired, ref, size))
         self.trigger.reset()
         return bool(size)
+
+    def _slice_of(self, size: int) -> list[Any] | WindowSlice:
+        """The first ``size`` queued items (the ordered form's window), copied when asked."""
+        if not size:
+            return []
+        window = WindowSlice(self, self._popped, self._popped + size)
+        self._slices.append(weakref.ref(window))
+        return window
+
+    def slice(self, first: int, end: int) -> list[Any]:
+        """The ordered form's items ``first`` to before ``end``, counted since the start
+        (``WindowSlice``: none of them has left the queue yet)."""
+        start = first - self._popped
+        assert self._ordered and start >= 0, "a window slice outlived its items"
+        return list(islice(self._items, start, end - self._popped))
+
+    def _keep_slices(self) -> None:
+        """Queued items are about to leave or move: the windows still held copy theirs."""
+        for ref in self._slices:
+            window = ref()
+            if window is not None:
+                window.list()
+        self._slices.clear()
 
     def _evaluate_scan(self) -> tuple[list[Any], list[Any]]:
         """The window and its new items by a scan of the whole queue (marking each event)."""
@@ -244,6 +274,7 @@ class WindowManager:
         """A timestamp or a window end went backwards: scan from now on, the queue as
         events, marking what the ordered form counted as evaluated (the scan tells new
         events by their marks)."""
+        self._keep_slices()
         self._ordered = False
         self.queue.extend(map(Event, self._items, self._stamps))
         self._items.clear()
@@ -353,6 +384,9 @@ class WindowManager:
     def _pop_head(self, n: int) -> list[Any]:
         """Take the first ``n`` queued items out of the queue."""
         if self._ordered:
+            if self._slices:
+                self._keep_slices()
+            self._popped += n
             deque(map(deque.popleft, repeat(self._stamps, n)), 0)
             return list(map(deque.popleft, repeat(self._items, n)))
         queue = self.queue
