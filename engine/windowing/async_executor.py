@@ -27,6 +27,7 @@ class AsyncWindowedBoltExecutor(WindowedBoltExecutor):
             return
         async with self._lock:
             self.add(tup)
+            self.watermark_after_batch(self.now_ms())
             await self.drain()
 
     async def drain(self) -> None:

@@ -142,7 +142,8 @@ class BaseWindowedBolt(Component):
         return self
 
     def with_watermark_interval(self, interval: Duration) -> BaseWindowedBolt:
-        """Event time: how often a watermark is computed (default 1 s)."""
+        """Event time: Storm's periodic watermark, computed every ``interval``. Without it
+        the watermark moves after each batch of tuples that arrives."""
         self._spec().watermark_interval_ms = _duration_ms(interval, "with_watermark_interval")
         return self
 

@@ -4,9 +4,11 @@ the watermark.
 A stamp is read from the tuple's timestamp field (by its position in the tuple's stream)
 or by the extractor, and must be an int (ms). Each input stream's latest stamp is told to
 the watermark generator; a tuple stamped before the last watermark is late and sent off
-(``LateTuples``). Once told the input ended, the first watermark tick with no new tuple
-moves the watermark past the latest tuple by the window's length and slide, so the last
-windows close and their tuples' trees complete.
+(``LateTuples``). The watermark moves after each batch of tuples (``after_batch``) unless
+the window asked for Storm's periodic one (``with_watermark_interval``): then only at the
+ticks of that interval (``tick``). Once told the input ended, the first tick with no new
+tuple moves the watermark past the latest tuple by the window's length and slide, so the
+last windows close and their tuples' trees complete.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class EventTime:
         field = spec.timestamp_field
         self.extract: Callable[[Tuple], Any] = (spec.timestamp_extractor
                                                 or (lambda t: t[field]))
+        self.per_batch = spec.watermark_interval_ms is None
         self.input_ended = False
         self.fresh = False  # a tuple came since the last watermark tick
 
@@ -62,6 +65,10 @@ class EventTime:
             raise TypeError(f"{self.name}: event time of {tup!r} is {ts!r}; timestamps must "
                             f"be int milliseconds")
         return ts
+
+    def after_batch(self) -> int | None:
+        """The watermark to add after a batch, if it moves per batch and moved."""
+        return self.watermarks.advance() if self.per_batch else None
 
     def tick(self) -> int | None:
         """The watermark to add at a tick, if it moved (past the latest tuple once the

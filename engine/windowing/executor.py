@@ -44,7 +44,7 @@ from engine.windowing.event_time import EventTime
 from engine.windowing.late import LATE_TUPLE_FIELD, LateTuples
 from engine.windowing.manager import Activation, Expired
 from engine.windowing.policies import TimeTrigger
-from engine.windowing.spec import Duration, WindowSpec, check_limits
+from engine.windowing.spec import CLOSING_TICK_MS, Duration, WindowSpec, check_limits
 from engine.windowing.timers import Timers
 
 __all__ = ["WindowedBoltExecutor"]
@@ -109,7 +109,7 @@ class WindowedBoltExecutor(Bolt):
         self.manager.start()
         spec = self.spec
         if spec.event_time:
-            self._spawn(spec.watermark_interval_ms, self._on_watermark_tick)
+            self._spawn(spec.watermark_interval_ms or CLOSING_TICK_MS, self._on_watermark_tick)
         elif isinstance(spec.slide, Duration):
             self._spawn(spec.slide.millis, self._on_slide_tick)
 
@@ -132,6 +132,15 @@ class WindowedBoltExecutor(Bolt):
         if self.event_time is None:
             return now
         return self.event_time.stamp(tup)
+
+    def watermark_after_batch(self, now: int) -> None:
+        """A batch (or a tuple) was queued: move the watermark, if it moves per batch and
+        the window started (as a periodic watermark starts with the window's timers)."""
+        event_time = self.event_time
+        if event_time is not None and self.manager.started:
+            ts = event_time.after_batch()
+            if ts is not None:
+                self.manager.add_watermark(ts, now)
 
     def _on_slide_tick(self) -> None:
         trigger = self.manager.trigger

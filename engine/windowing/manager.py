@@ -93,6 +93,8 @@ class WindowManager:
         self._ordered = getattr(eviction, "thresholds", None) is not None
         self._last_ts = self._last_end = -(1 << 62)
         self._evaluated = 0
+        self.started = False
+        """Whether ``start`` was called (the trigger may fire)."""
         self._popped = 0  # items taken from the ordered form's head since the start
         self._slices: list[weakref.ref[WindowSlice]] = []  # windows not copied yet
         # Before the first evaluation: the first ``_stale_head`` queued events were older
@@ -104,6 +106,7 @@ class WindowManager:
 
     def start(self) -> None:
         """Let the trigger fire from now on."""
+        self.started = True
         self.trigger.start()
 
     def __len__(self) -> int:

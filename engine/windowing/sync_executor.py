@@ -29,6 +29,7 @@ class SyncWindowedBoltExecutor(WindowedBoltExecutor):
         else:
             items, stamps = self.event_time.on_time(batch, self.out)
         self.manager.add_all(items, stamps, now)
+        self.watermark_after_batch(now)
         self.drain()
 
     def drain(self) -> None:
