@@ -227,7 +227,10 @@ class WindowManager:
         if not size:
             return []
         window = WindowSlice(self, self._popped, self._popped + size)
-        self._slices.append(weakref.ref(window))
+        slices = self._slices
+        if len(slices) >= 64:  # a window that rarely expires: forget the slices let go
+            slices[:] = [ref for ref in slices if ref() is not None]
+        slices.append(weakref.ref(window))
         return window
 
     def slice(self, first: int, end: int) -> list[Any]:
