@@ -304,3 +304,14 @@ def test_a_queue_that_turns_unordered_midway_agrees_with_the_scan(
     refs = list(range(100, 6000, 300))
     assert (_evaluations(stamps, refs, watermark, scan=False)
             == _evaluations(stamps, refs, watermark, scan=True))
+
+
+def test_a_window_that_never_expires_does_not_keep_a_record_per_evaluation() -> None:
+    eviction = TimeEviction(10**9)
+    manager = WindowManager(eviction, lambda m, e: CountTrigger(10**9, m, e))
+    for ts in range(1, 1000):
+        manager.add(ts, ts, now=ts)
+        eviction.set_context(EvictionContext(ts, sliding_interval=1))
+        manager.on_trigger()
+        manager.take_outputs()
+    assert len(manager._slices) <= 64
