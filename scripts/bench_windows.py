@@ -1,70 +1,59 @@
-"""Sliding-window throughput and memory: the windowed word count, 10 s / 1 s by event time.
+"""Sliding-window throughput beside the plain bolt's, and the window's memory per tuple.
 
-    python scripts/bench_windows.py [--words 1000000] [--rates 10000,1000]
-                                    [--forms incremental,recount] [--shapes words,tuples]
+    python scripts/bench_windows.py [--tuples 1000000] [--rate 10000] [--runs 5]
+                                    [--variants default,watermark-10ms,incremental,recount]
 
-The windowed word count has the shape of the plain acked word count it is compared with
-(``benchlib``): the same sentence spout (ten words a sentence, each sentence a tracked
-tree), the same split bolt (one word tuple anchored to its sentence per word), fields
-grouping on the word; the only difference is the counting bolt, which counts over a
-sliding window (length 10 s, slide 1 s, watermark every 10 ms) by event time. Each
-sentence carries an event timestamp, ``rate`` words per event-second, so a window holds
-about ``10 x rate`` words and each word is evaluated in ten windows. A word is acked when it
-leaves its last window, so a sentence's tree completes when its last word expired (Storm's
-acking of windowed tuples). Two forms of the counting bolt:
+A spout emits ``--tuples`` tracked ``(word, ts)`` tuples (one tree each), ``--rate`` per
+event-second, in timestamp order, straight into one bolt:
 
-- ``incremental``: ``with_incremental()``, counts kept from ``get_new()`` and
-  ``get_expired()`` (each evaluation costs what entered and left the window);
-- ``recount``: counts the whole of ``window.get()`` at every evaluation (Storm's plain
-  ``execute(window)``), for reference.
+- ``plain``: a ``BasicBolt`` that counts the words (each tuple acked as it is counted);
+- ``default``: a windowed bolt, 10 s sliding every 1 s by event time
+  (``with_timestamp_field("ts")``) and nothing else set, whose ``execute(window)`` keeps
+  its counts from ``get_new()`` and ``get_expired()`` and emits the number of distinct
+  words and the window's size (no bolt subscribes). A tuple is acked when it leaves its
+  last window, after about 11 s of event time.
 
-The ``tuples`` shape (printed after, for reference; ``--shapes words`` leaves it out) is
-this benchmark's earlier form: a spout emitting one tracked ``(word, ts)`` tree per word
-straight into the windowed bolt. It pays a spout emit and a whole tree (acker init, ack)
-per word where the word count pays them once per ten words, so it measured the tree's cost
-more than the window's; the word-count shape makes the comparison fair.
+For reference, ``--variants`` adds the same bolt with ``with_watermark_interval(Duration(
+0.01))`` (``watermark-10ms``), with that and ``with_incremental()`` (``incremental``), and
+a bolt that recounts ``window.get()`` at every evaluation (``recount``).
 
-Printed: words/s through the window beside the plain acked word count's words/s (same
-number of words, same run), the process's peak RSS per run and its resident memory at a
-quarter, half and the end of the run (flat when the window's memory keeps to its size), and
-the window's own bytes per tuple held (tracemalloc over the window manager holding real
-tuples).
+``topology.max.spout.pending`` is 13 x the rate + 20,000 (the window and a margin);
+everything else is the default. The figure is the tuples acked (all but the last 12
+event-seconds, which stay in the last windows) over the seconds from submit, each topology
+in a fresh process. Each of ``--runs`` rounds runs the plain bolt and every variant one
+after the other, so that a busy machine slows them alike; the medians and the median of
+the rounds' ratios are printed at the end, then the window's own bytes per tuple held
+(tracemalloc over the window manager holding real tuples).
 """
 
 from __future__ import annotations
 
 import argparse
 import resource
+import statistics
 import time
 import tracemalloc
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
-from benchlib import (
-    WORDS_PER_SENTENCE,
-    engine_word_count_run,
-    fresh_process,
-    hot_path,
-    make_sentences,
-    run_loop,
-)
+from benchlib import fresh_process, hot_path, run_loop
 
-from connectors.memory import ListSpout
-from engine import Config, LocalCluster, Spout, TopologyBuilder
+from engine import BasicBolt, Config, LocalCluster, Spout, TopologyBuilder
 from engine.gc_tuning import tune_gc
 from engine.testing import wait_until
 from engine.tuples import Fields, Source, Tuple
 from engine.windowing import BaseWindowedBolt, Duration, TupleWindow
-from engine.windowing.executor import build_manager
+from engine.windowing.build import build_manager
 from engine.windowing.spec import WindowSpec
-from topologies.word_count import SplitSentence
 
 LENGTH, SLIDE = Duration(10), Duration(1)
 VOCABULARY = [f"w{i}" for i in range(1000)]
 
 
 class TimedWords(Spout):
-    """``n`` tracked ``(word, ts)`` tuples, ``rate`` per event-second."""
+    """``n`` tracked ``(word, ts)`` tuples, ``rate`` per event-second, in timestamp order;
+    it counts its acks."""
 
     def __init__(self, n: int, rate: int) -> None:
         self.n = n
@@ -89,49 +78,19 @@ class TimedWords(Spout):
         self.acked[0] += 1
 
 
-class Sentences(ListSpout):
-    """The word count's sentence spout; it counts acks rather than listing their ids (a
-    list growing with the run would show in the memory figures)."""
+class PlainWordCount(BasicBolt):
+    """Counts the words of every tuple."""
 
-    def __init__(self, rows: list[list[Any]]) -> None:
-        super().__init__(rows, ["sentence", "ts"], repeat=1, per_call=10)
-        self.acked_count = [0]
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.counts: Counter[str] = Counter()
 
-    def ack(self, msg_id: Any) -> None:
-        self.acked_count[0] += 1
+    def execute(self, tup: Any, collector: Any) -> None:
+        self.counts[tup.values[0]] += 1
 
 
-class TimedSplit(SplitSentence):
-    """The word count's split, carrying the sentence's event time: ``(word, ts)`` per word,
-    anchored to the sentence."""
-
-    def declare_output_fields(self, declarer: Any) -> None:
-        declarer.declare(["word", "ts"])
-
-    def execute(self, tup: Any) -> None:
-        emit, ts = self.collector.emit, tup[1]
-        for word in tup[0].split():
-            emit([word, ts], anchors=tup)
-        self.collector.ack(tup)
-
-
-class WindowWordCount(BaseWindowedBolt):
-    """Recounts the words of each window; emits (distinct words, tuples in the window)."""
-
-    def declare_output_fields(self, declarer: Any) -> None:
-        declarer.declare(["distinct", "size"])
-
-    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
-        self.collector = collector
-
-    def execute(self, window: TupleWindow) -> None:
-        tuples = window.get()
-        counts = Counter(t.values[0] for t in tuples)
-        self.collector.emit([len(counts), len(tuples)])
-
-
-class IncrementalWordCount(BaseWindowedBolt):
-    """Keeps the window's word counts from what entered and left it; emits as the recount."""
+class WindowedWordCount(BaseWindowedBolt):
+    """Keeps the window's word counts from what entered and left it; emits the number of
+    distinct words and the window's size."""
 
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(["distinct", "size"])
@@ -154,78 +113,58 @@ class IncrementalWordCount(BaseWindowedBolt):
         self.collector.emit([len(counts), len(window)])
 
 
-FORMS = {"incremental": IncrementalWordCount, "recount": WindowWordCount}
+class RecountWordCount(WindowedWordCount):
+    """Recounts the words of the whole window at every evaluation."""
+
+    def execute(self, window: TupleWindow) -> None:
+        tuples = window.get()
+        self.collector.emit([len(Counter(t.values[0] for t in tuples)), len(tuples)])
 
 
-def rss_mb() -> float:
-    """The process's resident memory now, in MB (Linux)."""
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * resource.getpagesize() / (1 << 20)
+def _windowed(make: Callable[[], BaseWindowedBolt], *extra: str) -> Callable[[], Any]:
+    def bolt() -> Any:
+        b = make().with_window(LENGTH, SLIDE).with_timestamp_field("ts")
+        if "watermark-10ms" in extra:
+            b.with_watermark_interval(Duration(0.01))
+        if "incremental" in extra:
+            b.with_incremental()
+        return b
+    return bolt
 
 
-def _window_bolt(form: str) -> BaseWindowedBolt:
-    bolt = FORMS[form]()
-    if form == "incremental":
-        bolt.with_incremental()
-    return (bolt.with_window(LENGTH, SLIDE).with_timestamp_field("ts")
-            .with_watermark_interval(Duration(0.01)))
+BOLTS: dict[str, Callable[[], Any]] = {
+    "plain": PlainWordCount,
+    "default": _windowed(WindowedWordCount),
+    "watermark-10ms": _windowed(WindowedWordCount, "watermark-10ms"),
+    "incremental": _windowed(WindowedWordCount, "watermark-10ms", "incremental"),
+    "recount": _windowed(RecountWordCount),
+}
 
 
-def _words_topology(n: int, rate: int, form: str) -> tuple[Any, list[Any], int]:
-    """sentences → split → windowed count (fields grouping): the word count's shape. Returns
-    the topology, the spout's count of acks and the words per tree."""
-    per_sec = max(1, rate // WORDS_PER_SENTENCE)  # sentences per event-second
-    rows = [[s, i * 1000 // per_sec] for i, s in enumerate(make_sentences(n // WORDS_PER_SENTENCE))]
-    spout = Sentences(rows)
-    b = TopologyBuilder()
-    b.set_spout("sentences", spout)
-    b.set_bolt("split", TimedSplit()).shuffle_grouping("sentences")
-    b.set_bolt("window", _window_bolt(form)).fields_grouping("split", ["word"])
-    return b.create_topology(), spout.acked_count, WORDS_PER_SENTENCE
-
-
-def _tuples_topology(n: int, rate: int, form: str) -> tuple[Any, list[Any], int]:
-    """The earlier shape: one tracked ``(word, ts)`` tree per word, into the window."""
+async def _measure(variant: str, n: int, rate: int) -> float:
+    """Tuples/s: those acked (all but the last 12 event-seconds) over the seconds from
+    submit."""
     spout = TimedWords(n, rate)
     b = TopologyBuilder()
     b.set_spout("words", spout)
-    b.set_bolt("window", _window_bolt(form)).shuffle_grouping("words")
-    return b.create_topology(), spout.acked, 1
-
-
-SHAPES = {"words": _words_topology, "tuples": _tuples_topology}
-
-
-async def _windowed(n: int, rate: int, form: str, shape: str) -> tuple[float, list[float]]:
-    """Words/s through the window, and the resident MB once a quarter, half and all of
-    the run's expiries were acked (flat at a steady rate: the window keeps its size)."""
-    topology, acked, per_tree = SHAPES[shape](n, rate, form)
-    trees_per_sec = rate // per_tree
-    # The window holds ~11 s of event time; the spout may run a little ahead of it.
-    conf = Config({"topology.max.spout.pending": trees_per_sec * 12 + 20_000 // per_tree,
-                   "topology.message.timeout.secs": 600})
+    b.set_bolt("count", BOLTS[variant]()).shuffle_grouping("words")
+    conf = Config({"topology.max.spout.pending": 13 * rate + 20_000})
+    target = n - 12 * rate
+    assert target > 0, "too few tuples for the rate: fewer than 12 event-seconds"
     async with LocalCluster() as cluster:
         start = time.perf_counter()
-        await cluster.submit_topology("win", conf, topology)
+        await cluster.submit_topology("bench", conf, b.create_topology())
         tune_gc()
-        # Every tree older than the last ~11 s of event time has been acked on expiry.
-        target = n // per_tree - trees_per_sec * (LENGTH.millis + SLIDE.millis) // 1000 \
-            - trees_per_sec
-        assert target > 0, "too few words for the rate: fewer than 12 event-seconds"
-        memory = []
-        for mark in (target // 4, target // 2, target):
-            await wait_until(lambda m=mark: acked[0] >= m, timeout=600, interval=0.01)
-            memory.append(rss_mb())
+        await wait_until(lambda: spout.acked[0] >= target, timeout=600, interval=0.01)
         elapsed = time.perf_counter() - start
-    return target * per_tree / elapsed, memory
+    return target / elapsed
 
 
-def windowed_run(n: int, rate: int, form: str, shape: str) -> tuple[float, float, str]:
-    """One windowed run in a fresh process: words/s, peak RSS in MB, and the resident MB
-    at a quarter, half and all of the run."""
-    out = fresh_process(__file__, "--child", str(n), str(rate), form, shape)
-    rate_s, rss, memory = out.split()[-3:]
-    return float(rate_s), float(rss), memory
+def measured_run(variant: str, n: int, rate: int) -> tuple[float, float]:
+    """One run in a fresh process: tuples/s and peak RSS in MB."""
+    out = fresh_process(__file__, "--child", variant, str(n), str(rate))
+    per_sec, rss = out.split()[-2:]
+    return float(per_sec), float(rss)
 
 
 def window_bytes_per_tuple(size: int) -> tuple[float, float]:
@@ -247,38 +186,51 @@ def window_bytes_per_tuple(size: int) -> tuple[float, float]:
     return (held - made) / size, (held - base) / size
 
 
+def _report(variants: list[str], rounds: list[dict[str, tuple[float, float]]]) -> None:
+    plain = [r["plain"][0] for r in rounds]
+    print(f"medians over {len(rounds)} rounds:")
+    print(f"  {'plain':<15} {statistics.median(plain):>10,.0f} tuples/s")
+    for v in variants:
+        rates = [r[v][0] for r in rounds]
+        ratios = [r[v][0] / r["plain"][0] for r in rounds]
+        print(f"  {v:<15} {statistics.median(rates):>10,.0f} tuples/s, "
+              f"{statistics.median(ratios):.2f} of plain (rounds {min(ratios):.2f}-"
+              f"{max(ratios):.2f}), peak RSS {statistics.median(r[v][1] for r in rounds):,.0f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--words", "--tuples", type=int, default=1_000_000)
-    parser.add_argument("--rates", default="10000,1000",
-                        help="event-time words per second, comma-separated")
-    parser.add_argument("--forms", default="incremental,recount",
-                        help=f"comma-separated subset of {','.join(FORMS)}")
-    parser.add_argument("--shapes", default="words,tuples",
-                        help=f"comma-separated subset of {','.join(SHAPES)}")
-    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--tuples", type=int, default=1_000_000)
+    parser.add_argument("--rate", type=int, default=10_000, help="tuples per event-second")
+    parser.add_argument("--runs", type=int, default=5, help="rounds of plain and variants")
+    parser.add_argument("--variants", default="default",
+                        help=f"comma-separated windowed bolts among {','.join(BOLTS)}")
+    parser.add_argument("--no-memory", action="store_true", help="skip the bytes per tuple")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        n, rate, form, shape = args.child
-        per_sec, memory = run_loop(_windowed(int(n), int(rate), form, shape))
+        variant, n, rate = args.child
+        per_sec = run_loop(_measure(variant, int(n), int(rate)))
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"{per_sec:.0f} {peak:.1f} {'/'.join(f'{m:.0f}' for m in memory)}")
+        print(f"{per_sec:.0f} {peak:.1f}")
         return
-    n = args.words
-    print(f"sliding window 10 s / 1 s by event time, {n:,} words, hot path {hot_path()}")
-    words = engine_word_count_run(n // WORDS_PER_SENTENCE, ackers=1)
-    print(f"  plain acked word count                     {words:>12,.0f} words/s")
-    for shape in args.shapes.split(","):
-        for rate in (int(r) for r in args.rates.split(",")):
-            for form in args.forms.split(","):
-                per_sec, rss, memory = windowed_run(n, rate, form, shape)
-                print(f"  {shape:<6} {form:<11} window of ~{rate * 10:>7,}  {per_sec:>12,.0f} "
-                      f"words/s ({per_sec / words:.2f} of the word count), peak RSS {rss:,.0f} "
-                      f"MB, resident at 1/4, 1/2, all of the run {memory} MB")
-    for size in (10_000, 100_000, 1_000_000):
-        own, total = window_bytes_per_tuple(size)
-        print(f"  window holding {size:>9,} tuples: {own:.0f} bytes per tuple for the window's "
-              f"records, {total:.0f} with the tuples themselves")
+    variants = [v for v in args.variants.split(",") if v != "plain"]
+    print(f"{args.tuples:,} tuples, {args.rate:,} per event-second, window 10 s / 1 s by "
+          f"event time, hot path {hot_path()}")
+    rounds = []
+    for i in range(args.runs):
+        got = {v: measured_run(v, args.tuples, args.rate) for v in ["plain", *variants]}
+        rounds.append(got)
+        base = got["plain"][0]
+        print(f"  round {i + 1}: " + ", ".join(
+            f"{v} {got[v][0]:,.0f}" + ("" if v == "plain" else f" ({got[v][0] / base:.2f})")
+            for v in got))
+    _report(variants, rounds)
+    if not args.no_memory:
+        for size in (10_000, 100_000, 1_000_000):
+            own, total = window_bytes_per_tuple(size)
+            print(f"  window holding {size:>9,} tuples: {own:.0f} bytes per tuple for the "
+                  f"window's records, {total:.0f} with the tuples themselves")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ state and a message-id field so that a restarted topology does not re-fire its w
 
 from engine.topology import register_transform
 from engine.windowing.bolt import BaseWindowedBolt, TupleWindow
-from engine.windowing.executor import LATE_TUPLE_FIELD, DetachedTuple
+from engine.windowing.late import LATE_TUPLE_FIELD, DetachedTuple
 from engine.windowing.spec import Count, Duration
 from engine.windowing.stateful import BaseStatefulWindowedBolt
 from engine.windowing.wiring import wrap_windowed_bolts

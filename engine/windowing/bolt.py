@@ -8,8 +8,7 @@ user's ``execute`` receives a ``TupleWindow``, never a single tuple.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.components import Component
 from engine.windowing.spec import Count, Duration, WindowSpec
@@ -22,30 +21,52 @@ if TYPE_CHECKING:
 __all__ = ["BaseWindowedBolt", "TupleWindow"]
 
 
-@dataclass(frozen=True, slots=True)
+class WindowTuples(Protocol):
+    """A window's tuples not listed yet: ``list()`` lists them (the same list each time)."""
+
+    def list(self) -> list[Tuple]:
+        """The tuples, in arrival order."""
+        ...
+
+    def __len__(self) -> int:
+        """How many tuples."""
+        ...
+
+
 class TupleWindow:
     """One evaluation of a window.
 
     ``get()`` the tuples in it (arrival order), ``get_new()`` those added since the previous
     evaluation, ``get_expired()`` those that left it since then; ``end_timestamp`` is the
     window's end (ms) and ``start_timestamp`` its start (``end - length``) for duration
-    windows, ``None`` for count windows. In the incremental form (``with_incremental()``)
-    the window carries no list of its tuples: ``get()`` raises, ``len()`` still counts them.
+    windows, ``None`` for count windows; ``len(window)`` how many tuples it holds. The list
+    ``get()`` returns is made at its first call, so a bolt that never calls it (one that
+    keeps its aggregate from ``get_new()`` and ``get_expired()``) pays nothing for it.
     """
 
-    tuples: list[Tuple] | None
-    new: list[Tuple]
-    expired: list[Tuple]
-    start_timestamp: int | None
-    end_timestamp: int
-    size: int | None = None
+    __slots__ = ("_tuples", "end_timestamp", "expired", "new", "size", "start_timestamp")
+
+    def __init__(self, tuples: list[Tuple] | WindowTuples, new: list[Tuple],
+                 expired: list[Tuple], start_timestamp: int | None, end_timestamp: int,
+                 size: int | None = None) -> None:
+        self._tuples = tuples
+        self.new = new
+        self.expired = expired
+        self.start_timestamp = start_timestamp
+        self.end_timestamp = end_timestamp
+        self.size = len(tuples) if size is None else size
 
     def get(self) -> list[Tuple]:
         """The tuples in the window."""
-        if self.tuples is None:
-            raise RuntimeError("window.get() is not available to an incremental windowed bolt "
-                               "(with_incremental()): use get_new() and get_expired()")
-        return self.tuples
+        tuples = self._tuples
+        if not isinstance(tuples, list):
+            tuples = self._tuples = tuples.list()
+        return tuples
+
+    @property
+    def tuples(self) -> list[Tuple]:
+        """The tuples in the window (``get()``)."""
+        return self.get()
 
     def get_new(self) -> list[Tuple]:
         """The tuples added since the last evaluation."""
@@ -56,9 +77,12 @@ class TupleWindow:
         return self.expired
 
     def __len__(self) -> int:
-        if self.tuples is None:
-            return self.size or 0
-        return len(self.tuples)
+        return self.size
+
+    def __repr__(self) -> str:
+        return (f"TupleWindow(size={self.size}, new={len(self.new)}, "
+                f"expired={len(self.expired)}, start_timestamp={self.start_timestamp}, "
+                f"end_timestamp={self.end_timestamp})")
 
 
 def _duration_ms(value: Any, what: str) -> int:
@@ -71,9 +95,9 @@ class BaseWindowedBolt(Component):
     """A bolt evaluated over windows of tuples (sliding or tumbling, by count or duration).
 
     Implement ``execute(self, window)`` (``def`` or ``async def``). Everything emitted from it
-    without explicit anchors is anchored to every tuple of the window (to the new ones in
-    the incremental form, ``with_incremental()``); a tuple is acked when it expires from the
-    window (after length + slide), late tuples at once.
+    without explicit anchors is anchored to every tuple of the window (to the new ones with
+    ``with_incremental()``); a tuple is acked when it expires from the window (after length
+    + slide), late tuples at once.
     """
 
     def _spec(self) -> WindowSpec:
@@ -118,7 +142,8 @@ class BaseWindowedBolt(Component):
         return self
 
     def with_watermark_interval(self, interval: Duration) -> BaseWindowedBolt:
-        """Event time: how often a watermark is computed (default 1 s)."""
+        """Event time: Storm's periodic watermark, computed every ``interval``. Without it
+        the watermark moves after each batch of tuples that arrives."""
         self._spec().watermark_interval_ms = _duration_ms(interval, "with_watermark_interval")
         return self
 
@@ -130,11 +155,12 @@ class BaseWindowedBolt(Component):
         return self
 
     def with_incremental(self) -> BaseWindowedBolt:
-        """The incremental form, for aggregations kept up to date from ``get_new()`` and
-        ``get_expired()``: each evaluation costs the tuples that entered and left the window,
-        not the window's size. ``window.get()`` raises; emits without explicit anchors are
-        anchored to the evaluation's new tuples (not to the whole window); every tuple is
-        still acked when it expires from its last window."""
+        """For aggregations kept up to date from ``get_new()`` and ``get_expired()`` that
+        emit downstream: emits without explicit anchors are anchored to the evaluation's
+        new tuples (not to the whole window), so an emit costs what entered, not the
+        window's size; a downstream failure replays those. Every tuple is still acked when
+        it expires from its last window. (Evaluations cost what entered and left the window
+        without it: ``window.get()`` is only listed when called.)"""
         self._spec().incremental = True
         return self
 

@@ -12,8 +12,8 @@ Two forms of the queue:
   two pointers per queued tuple, queued a batch at a time at C speed. The window is a
   prefix of the queue that only grows at its end and shrinks at its head; an evaluation
   costs what expired and what is new (found by bisection of the stamps), not the window's
-  size (plus a copy of the window, at C speed, when the bolt asks for ``get()``; none in
-  the incremental form).
+  size: the window itself is a ``WindowSlice`` of the queue, copied (at C speed) only if
+  the bolt asks for it.
 - *scan*: out-of-order timestamps, or count windows, fall back for good to one ``Event``
   (three slots) per queued tuple and a scan of the queue per evaluation, as Storm's manager
   does. Which events are new since the previous evaluation is marked on the events
@@ -21,20 +21,24 @@ Two forms of the queue:
 
 Either way, expired tuples leave the queue at the next evaluation or, between evaluations,
 once ``EXPIRE_EVENTS_THRESHOLD`` tuples were added since the last look (checked per ``add``
-and per ``add_all`` batch).
+and per ``add_all`` batch). Before the first evaluation that compaction expires only the
+run of events at the head that were older than the window when they arrived (the eviction
+policy's ``stale_before``): what arrived inside the window waits for the first evaluation.
 """
 
 from __future__ import annotations
 
+import weakref
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import islice, repeat
+from itertools import islice, repeat, takewhile
 from operator import attrgetter
 from typing import Any
 
 from engine.windowing.policies import EXPIRE, PROCESS, STOP, Event, EvictionPolicy, TriggerPolicy
+from engine.windowing.window_slice import WindowSlice
 
 __all__ = ["EXPIRE_EVENTS_THRESHOLD", "Activation", "Event", "Expired", "WindowManager"]
 
@@ -52,31 +56,34 @@ class Expired:
 
 @dataclass(frozen=True, slots=True)
 class Activation:
-    """One evaluation: the items in the window (None in the incremental form), those new
-    since the last evaluation, those expired since then, the reference time (the window's
-    end, ms) and how many items the window holds."""
+    """One evaluation: the items in the window (a list, or a slice of the queue copied when
+    asked), those new since the last evaluation, those expired since then, the reference
+    time (the window's end, ms) and how many items the window holds."""
 
-    items: list[Any] | None
+    window: list[Any] | WindowSlice
     new: list[Any]
     expired: list[Any]
     reference_time: int
     size: int
+
+    @property
+    def items(self) -> list[Any]:
+        """The items in the window, in arrival order."""
+        window = self.window
+        return window if isinstance(window, list) else window.list()
 
 
 class WindowManager:
     """Holds a window's events; evaluates them when its trigger policy fires."""
 
     def __init__(self, eviction: EvictionPolicy,
-                 trigger: Callable[[WindowManager, EvictionPolicy], TriggerPolicy],
-                 incremental: bool = False) -> None:
+                 trigger: Callable[[WindowManager, EvictionPolicy], TriggerPolicy]) -> None:
         self.queue: deque[Event] = deque()
         """The scan form's events (empty while the queue is ordered)."""
         self._items: deque[Any] = deque()  # the ordered form: items and their stamps
         self._stamps: deque[int] = deque()
         self.eviction = eviction
         self.trigger = trigger(self, eviction)
-        self.incremental = incremental
-        """Activations carry no list of the window's items (``Activation.items`` is None)."""
         self.outputs: list[Expired | Activation] = []
         self._expired: list[Any] = []
         self._since_expiry = 0
@@ -86,11 +93,20 @@ class WindowManager:
         self._ordered = getattr(eviction, "thresholds", None) is not None
         self._last_ts = self._last_end = -(1 << 62)
         self._evaluated = 0
+        self.started = False
+        """Whether ``start`` was called (the trigger may fire)."""
+        self._popped = 0  # items taken from the ordered form's head since the start
+        self._slices: list[weakref.ref[WindowSlice]] = []  # windows not copied yet
+        # Before the first evaluation: the first ``_stale_head`` queued events were older
+        # than the window when they arrived (a count kept only while every queued one was).
+        self._before_first = True
+        self._stale_head = 0
         # Time policies do nothing per event: ``add_all`` then queues a batch in one loop.
         self._per_event = self.eviction.tracks_events or self.trigger.tracks_events
 
     def start(self) -> None:
         """Let the trigger fire from now on."""
+        self.started = True
         self.trigger.start()
 
     def __len__(self) -> int:
@@ -103,14 +119,19 @@ class WindowManager:
 
     def clear(self) -> None:
         """Drop every queued item (their tuples are the caller's to fail or ack)."""
+        self._keep_slices()
+        self._popped += len(self._items)
         self._items.clear()
         self._stamps.clear()
         self.queue.clear()
         self._evaluated = 0
+        self._stale_head = 0
 
     def add(self, item: Any, ts: int, now: int) -> None:
         """Queue ``item`` stamped ``ts``; the trigger may evaluate the window right away."""
         self._now = now
+        if self._before_first:
+            self._note_stale((ts,), now)
         self._queue(item, ts)
         self.eviction.track(False)
         self.trigger.track(None, now)
@@ -127,6 +148,8 @@ class WindowManager:
         self._now = now
         if not stamps:
             return
+        if self._before_first:
+            self._note_stale(stamps, now)
         if stamps[0] >= self._last_ts and sorted(stamps) == stamps:  # in order: C speed
             if self._ordered:
                 self._items.extend(items)
@@ -140,6 +163,16 @@ class WindowManager:
         self._since_expiry += len(items)
         if self._since_expiry >= EXPIRE_EVENTS_THRESHOLD:
             self._scan(full=False)
+
+    def _note_stale(self, stamps: Iterable[int], now: int) -> None:
+        """Events stamped ``stamps`` arrive at ``now``, before the first evaluation: while
+        every queued event was older than the window on arrival, count those of them that
+        are too (up to the first that is not)."""
+        if self._stale_head != len(self):
+            return
+        limit = self.eviction.stale_before(now)
+        if limit is not None:
+            self._stale_head += sum(1 for _ in takewhile(limit.__ge__, stamps))
 
     def _queue(self, item: Any, ts: int) -> None:
         """Queue one item: in the ordered form while stamps keep in order, else (from the
@@ -168,26 +201,52 @@ class WindowManager:
 
     def on_trigger(self) -> bool:
         """Evaluate the window (called by the trigger); True if it held any event."""
+        self._before_first = False  # from now on the policy decides by the reference time
+        self._stale_head = 0
         thresholds = getattr(self.eviction, "thresholds", None)
         if self._ordered and (thresholds is None or thresholds(self._now)[1] < self._last_end):
             self._unordered()  # a count window, or an end before the last: scan
+        window: list[Any] | WindowSlice
         if self._ordered:
             size, new = self._evaluate_ordered()
-            items = (None if self.incremental or not size
-                     else list(islice(self._items, size)))
+            window = self._slice_of(size)
         else:
-            items, new = self._evaluate_scan()
-            size = len(items)
-            if self.incremental:
-                items = None
+            window, new = self._evaluate_scan()
+            size = len(window)
         self._generation += 1
         expired, self._expired = self._expired, []
         if size:
             ctx = self.eviction.context
             ref = ctx.reference_time if ctx is not None else self._now
-            self.outputs.append(Activation(items, new, expired, ref, size))
+            self.outputs.append(Activation(window, new, expired, ref, size))
         self.trigger.reset()
         return bool(size)
+
+    def _slice_of(self, size: int) -> list[Any] | WindowSlice:
+        """The first ``size`` queued items (the ordered form's window), copied when asked."""
+        if not size:
+            return []
+        window = WindowSlice(self, self._popped, self._popped + size)
+        slices = self._slices
+        if len(slices) >= 64:  # a window that rarely expires: forget the slices let go
+            slices[:] = [ref for ref in slices if ref() is not None]
+        slices.append(weakref.ref(window))
+        return window
+
+    def slice(self, first: int, end: int) -> list[Any]:
+        """The ordered form's items ``first`` to before ``end``, counted since the start
+        (``WindowSlice``: none of them has left the queue yet)."""
+        start = first - self._popped
+        assert self._ordered and start >= 0, "a window slice outlived its items"
+        return list(islice(self._items, start, end - self._popped))
+
+    def _keep_slices(self) -> None:
+        """Queued items are about to leave or move: the windows still held copy theirs."""
+        for ref in self._slices:
+            window = ref()
+            if window is not None:
+                window.list()
+        self._slices.clear()
 
     def _evaluate_scan(self) -> tuple[list[Any], list[Any]]:
         """The window and its new items by a scan of the whole queue (marking each event)."""
@@ -221,6 +280,7 @@ class WindowManager:
         """A timestamp or a window end went backwards: scan from now on, the queue as
         events, marking what the ordered form counted as evaluated (the scan tells new
         events by their marks)."""
+        self._keep_slices()
         self._ordered = False
         self.queue.extend(map(Event, self._items, self._stamps))
         self._items.clear()
@@ -243,7 +303,11 @@ class WindowManager:
         timestamp, which the loop applies without a call per event.
         """
         thresholds = getattr(self.eviction, "thresholds", None)
-        if thresholds is not None:
+        window: list[Event] = []
+        if self._stale_head:  # before the first evaluation (not full): stale on arrival
+            expired = self._pop_head(self._stale_head)
+            self._stale_head = 0
+        elif thresholds is not None:
             expired, window = self._scan_times(full, *thresholds(self._now))
         else:
             expired, window = self._scan_calls(full)
@@ -316,14 +380,23 @@ class WindowManager:
             stamps = self._stamps
             if not stamps or stamps[0] > expire_to:
                 return []  # the common case between evaluations: nothing to expire
-            n = bisect_right(stamps, expire_to)
-            deque(map(deque.popleft, repeat(stamps, n)), 0)
-            return list(map(deque.popleft, repeat(self._items, n)))
+            return self._pop_head(bisect_right(stamps, expire_to))
         queue = self.queue
         expired = []
         while queue and queue[0].ts <= expire_to:
             expired.append(queue.popleft().item)
         return expired
+
+    def _pop_head(self, n: int) -> list[Any]:
+        """Take the first ``n`` queued items out of the queue."""
+        if self._ordered:
+            if self._slices:
+                self._keep_slices()
+            self._popped += n
+            deque(map(deque.popleft, repeat(self._stamps, n)), 0)
+            return list(map(deque.popleft, repeat(self._items, n)))
+        queue = self.queue
+        return [queue.popleft().item for _ in range(n)]
 
     # -- queries of the watermark triggers -----------------------------------------------
 

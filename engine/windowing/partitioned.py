@@ -72,9 +72,7 @@ class PartitionWindow(StatefulWindowedBoltExecutor):
     async def close(self) -> list[Tuple]:
         """Stop the window (its partition was revoked); the tuples it held un-acked."""
         async with self._lock:  # an evaluation in progress ends first
-            failed = self._failed_ids
-            held = [tup for tup in self.manager.held() if id(tup) not in failed]
-            held += self.held
+            held = self.acks.unsettled(self.manager.held()) + self.held
             self.manager.clear()
             self.held = []
             try:

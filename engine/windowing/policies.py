@@ -107,6 +107,12 @@ class EvictionPolicy(Protocol):
     def reset(self) -> None:
         """Called after every evaluation."""
 
+    def stale_before(self, now: int) -> int | None:
+        """Before the first evaluation: an event stamped at or before this, arriving at
+        ``now``, was older than the window when it arrived (it expires at the next
+        compaction). None when the policy expires nothing on arrival."""
+        ...
+
 
 class TriggerPolicy(Protocol):
     """Decides when the window is evaluated."""
@@ -142,6 +148,9 @@ class _Eviction:
     def reset(self) -> None:
         pass
 
+    def stale_before(self, now: int) -> int | None:
+        return None
+
 
 class CountEviction(_Eviction):
     """The last ``threshold`` events: older ones expire, one per excess event."""
@@ -170,8 +179,10 @@ class TimeEviction(_Eviction):
     An event of timestamp ``ts`` expires once ``ref - ts >= length + delta``, where ``delta``
     is how late this evaluation runs against the previous one plus the slide (unbounded for
     the first window, so that every event so far counts in it). Before the first evaluation
-    nothing expires, however late its timer fires (a loop busy with a burst of tuples): an
-    event expired then would be acked without any window having held it.
+    only events that were older than the window when they arrived expire (Storm expires
+    them at the compaction every 100 adds); one that arrived inside the window stays for the
+    first, however late its timer fires (a loop busy with a burst of tuples): expired then,
+    it would be acked without any window having held it.
     """
 
     delta = 0
@@ -190,6 +201,9 @@ class TimeEviction(_Eviction):
         if diff < 0:
             return KEEP
         return PROCESS
+
+    def stale_before(self, now: int) -> int | None:
+        return now - self.length if self.context is None else None
 
     def thresholds(self, now: int) -> tuple[int, int, int]:
         """The same rule as ``evict``, as timestamps: events stamped at or before the first
@@ -237,6 +251,9 @@ class WatermarkTimeEviction(TimeEviction):
         if diff < 0:
             return KEEP
         return super().evict(event, now)
+
+    def stale_before(self, now: int) -> int | None:
+        return None  # nothing expires before the first watermark
 
     def thresholds(self, now: int) -> tuple[int, int, int]:
         if self.context is None:

@@ -18,7 +18,8 @@ from engine.errors import TopologyError
 
 __all__ = ["Count", "Duration", "WindowSpec", "check_limits"]
 
-DEFAULT_WATERMARK_INTERVAL_MS = 1000
+CLOSING_TICK_MS = 1000
+"""With the watermark moving per batch: how often a window checks whether its input ended."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,9 @@ class WindowSpec:
     timestamp_field: str | None = None
     timestamp_extractor: Callable[[Any], int] | None = None
     lag_ms: int = 0
-    watermark_interval_ms: int = DEFAULT_WATERMARK_INTERVAL_MS
+    watermark_interval_ms: int | None = None
+    """Event time: the period of Storm's periodic watermark; None (the default): the
+    watermark moves after each batch of tuples that arrives."""
     late_tuple_stream: str | None = None
     message_id_field: str | None = None
     incremental: bool = False
@@ -83,7 +86,8 @@ class WindowSpec:
                                 f"with_timestamp_field(...) or with_timestamp_extractor(...)")
         if isinstance(self.slide, Duration) and self.slide.millis < 1:
             raise TopologyError(f"{name}: the slide duration must be at least 1 ms")
-        if self.event_time and self.watermark_interval_ms < 1:
+        interval = self.watermark_interval_ms
+        if self.event_time and interval is not None and interval < 1:
             raise TopologyError(f"{name}: the watermark interval must be at least 1 ms")
 
 

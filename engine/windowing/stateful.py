@@ -25,8 +25,8 @@ from engine.state.checkpoint import CHECKPOINT_STREAM
 from engine.state.kv import KeyValueState
 from engine.state.store import SqliteStateStore, open_store, release_store
 from engine.usercall import awaitable
+from engine.windowing.async_executor import AsyncWindowedBoltExecutor
 from engine.windowing.bolt import BaseWindowedBolt
-from engine.windowing.executor import AsyncWindowedBoltExecutor
 from engine.windowing.manager import Activation
 
 if TYPE_CHECKING:

@@ -5,14 +5,24 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 
 from engine.topology import ComponentDraft
+from engine.windowing.async_executor import AsyncWindowedBoltExecutor
 from engine.windowing.bolt import BaseWindowedBolt
-from engine.windowing.executor import windowed_executor
+from engine.windowing.executor import WindowedBoltExecutor
 from engine.windowing.partitioned import PartitionedWindowsExecutor
 from engine.windowing.stateful import BaseStatefulWindowedBolt, StatefulWindowedBoltExecutor
+from engine.windowing.sync_executor import SyncWindowedBoltExecutor
 
-__all__ = ["wrap_windowed", "wrap_windowed_bolts"]
+__all__ = ["windowed_executor", "wrap_windowed", "wrap_windowed_bolts"]
+
+
+def windowed_executor(component_id: str, bolt: BaseWindowedBolt) -> WindowedBoltExecutor:
+    """The executor for ``bolt``: synchronous or not, as its ``execute`` is."""
+    is_async = inspect.iscoroutinefunction(bolt.execute)
+    cls = AsyncWindowedBoltExecutor if is_async else SyncWindowedBoltExecutor
+    return cls(bolt, component_id)
 
 
 def wrap_windowed(d: ComponentDraft) -> ComponentDraft:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.windowing.executor import build_manager
+from engine.windowing.build import build_manager
 from engine.windowing.manager import Activation, Expired, WindowManager
 from engine.windowing.spec import Count, Duration, WindowSpec
 from engine.windowing.watermark import WatermarkGenerator

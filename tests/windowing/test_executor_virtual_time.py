@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.windowing import BaseWindowedBolt, Count, Duration, TupleWindow
-from engine.windowing.executor import windowed_executor
+from engine.windowing.wiring import windowed_executor
 from tests.state.helpers import Recorder, context, make_tuple
 
 
@@ -32,12 +32,17 @@ async def prepared(bolt: Sum) -> tuple[Any, Recorder, list[float]]:
     out = Recorder()
     await ex.prepare(conf, context("sum", 2, {"numbers": [1], "sum": [2]},
                                    [("numbers", "default")], conf), out)
-    for task in ex._timers:  # the test plays the timer
-        task.cancel()
+    await ex.timers.cancel()  # the test plays the timer
     clock = [0.0]
     ex._loop_time = lambda: clock[0]
     ex._epoch = 1000.0
     return ex, out, clock
+
+
+def emits(out: Recorder) -> list[tuple[str, list[Any], Any]]:
+    """``out``'s emits, with anchors given as an iterable (the window) listed."""
+    return [(stream, values, anchors if anchors is None else list(anchors))
+            for stream, values, anchors in out.emits]
 
 
 def number(n: int) -> Any:
@@ -54,18 +59,18 @@ async def test_sliding_duration_window_on_a_manual_clock() -> None:
     ex.execute(b)
     clock[0] = 0.5
     await ex._tick(ex._on_slide_tick)
-    assert out.emits == [("default", [3], [a, b])]  # anchored to every tuple of the window
+    assert emits(out) == [("default", [3], [a, b])]  # anchored to every tuple of the window
     window = bolt.windows[0]
     assert window.end_timestamp == 1_000_499 and window.start_timestamp == 999_499
     clock[0] = 0.9
     ex.execute(c)
     clock[0] = 1.0
     await ex._tick(ex._on_slide_tick)
-    assert out.emits[-1] == ("default", [6], [a, b, c]) and out.acks == []
+    assert emits(out)[-1] == ("default", [6], [a, b, c]) and out.acks == []
     clock[0] = 1.5  # the window ends at 1.499 s: a (0.1 s) and b (0.4 s) are 1 s old or more
     await ex._tick(ex._on_slide_tick)
     assert out.acks == [a, b]  # acked as they leave the window, not before
-    assert out.emits[-1] == ("default", [3], [c])
+    assert emits(out)[-1] == ("default", [3], [c])
     assert bolt.windows[-1].get_expired() == [a, b]
     clock[0] = 2.0
     await ex._tick(ex._on_slide_tick)
@@ -112,7 +117,7 @@ async def test_a_queue_batch_is_windowed_in_order_and_its_late_tuples_are_acked(
     first = batch(100, 300, 200)
     ex.execute_batch(first)
     assert ex.manager.held() == first and out.acks == out.fails == []
-    assert ex.watermarks.advance() == 300
+    assert ex.event_time.watermarks.last_watermark == 300  # moved after the batch
     late, flag = batch(50, True)
     ex.execute_batch([late, flag])
     assert out.acks == [late] and out.fails == [flag]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from hypothesis import example, given, settings
@@ -16,6 +17,7 @@ from engine.windowing.policies import (
     WatermarkTimeEviction,
 )
 from engine.windowing.spec import Count, Duration
+from engine.windowing.window_slice import WindowSlice
 from tests.windowing.helpers import Driver
 
 
@@ -202,21 +204,45 @@ def _evaluations(stamps: list[int], refs: list[int], watermark: bool,
     return seen
 
 
-def test_the_incremental_form_lists_no_window_and_a_late_stamp_falls_back_to_the_scan() -> None:
+def test_an_ordered_window_is_listed_when_asked_and_a_late_stamp_falls_back_to_the_scan(
+        ) -> None:
     eviction = TimeEviction(1000)
-    manager = WindowManager(eviction, lambda m, e: CountTrigger(10**9, m, e), incremental=True)
+    manager = WindowManager(eviction, lambda m, e: CountTrigger(10**9, m, e))
     for ts in (100, 200, 300):
         manager.add(ts, ts, now=ts)
     eviction.set_context(EvictionContext(300, sliding_interval=500))
     manager.on_trigger()
     (act,) = manager.take_outputs()
-    assert act.items is None and act.new == [100, 200, 300] and act.size == 3  # type: ignore
+    assert isinstance(act, Activation) and isinstance(act.window, WindowSlice)
+    assert act.new == [100, 200, 300] and act.size == 3 and len(act.window) == 3
     manager.add(150, 150, now=400)  # out of order: the manager scans from now on
     manager.add(400, 400, now=400)
+    assert act.items == [100, 200, 300]  # listed as the queue held it at the evaluation
     eviction.set_context(EvictionContext(800, sliding_interval=500))
     manager.on_trigger()
     (act,) = manager.take_outputs()
     assert act.new == [150, 400] and act.size == 5  # type: ignore[union-attr]
+
+
+def test_a_window_held_past_later_expiries_keeps_its_tuples() -> None:
+    """A window not listed yet copies its range before any of it leaves the queue: one
+    evaluation's window listed after later ones expired its head, or not listed at all."""
+    eviction = TimeEviction(1000)
+    manager = WindowManager(eviction, lambda m, e: CountTrigger(10**9, m, e))
+    for ts in range(0, 3000, 100):
+        manager.add(ts, ts, now=ts)
+    acts = []
+    for ref in (999, 1999, 2999):
+        eviction.set_context(EvictionContext(ref, sliding_interval=1000))
+        manager.on_trigger()
+        acts += [o for o in manager.take_outputs() if isinstance(o, Activation)]
+    dropped = acts.pop(1)  # nobody holds the middle window: it is never listed
+    window = dropped.window
+    assert isinstance(window, WindowSlice)
+    ref = weakref.ref(window)
+    del dropped, window
+    assert ref() is None
+    assert [a.items for a in acts] == [list(range(0, 1000, 100)), list(range(2000, 3000, 100))]
 
 
 def _normalized(manager: WindowManager) -> list[Any]:
@@ -278,3 +304,14 @@ def test_a_queue_that_turns_unordered_midway_agrees_with_the_scan(
     refs = list(range(100, 6000, 300))
     assert (_evaluations(stamps, refs, watermark, scan=False)
             == _evaluations(stamps, refs, watermark, scan=True))
+
+
+def test_a_window_that_never_expires_does_not_keep_a_record_per_evaluation() -> None:
+    eviction = TimeEviction(10**9)
+    manager = WindowManager(eviction, lambda m, e: CountTrigger(10**9, m, e))
+    for ts in range(1, 1000):
+        manager.add(ts, ts, now=ts)
+        eviction.set_context(EvictionContext(ts, sliding_interval=1))
+        manager.on_trigger()
+        manager.take_outputs()
+    assert len(manager._slices) <= 64
