@@ -6,11 +6,11 @@ With ``topology.workers`` above 1 the engine replaces a fields grouping downstre
 - ``RepartitionWriter``, a ``KafkaBolt`` that writes each tuple to the topic
   ``<group>-<bolt>-repartition`` as one record: the key is the grouping fields' value (UTF-8
   text for one field, a MessagePack array for several), the value a MessagePack array of
-  the tuple's values (``None``, booleans, numbers, text, bytes, lists, tuples and dicts of
-  them; a tuple comes back as a list), the partition Kafka's default one (murmur2 of the
-  key). A tuple is acked once the
-  broker confirmed its record, failed with the produce error otherwise: the upstream tree
-  completes when the hop has the record.
+  the tuple's values (``repartition_codec``: each comes back as the type it was, and a
+  value of a type the hop does not carry fails its tuple, naming the field), the partition
+  Kafka's default one (murmur2 of the key). A tuple is acked once the broker confirmed its
+  record, failed with the produce error otherwise: the upstream tree completes when the hop
+  has the record.
 - ``RepartitionSpout``, a ``KafkaSpout`` on that topic in the upstream spout's group, with
   its options (retries, failed topic, consumer settings): each record starts a new tree,
   and its offset is committed only when that tree completed. In front of a stateful
@@ -27,15 +27,22 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
-import msgspec
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from connectors.kafka import client_options
 from connectors.kafka.bolt import KafkaBolt
-from connectors.kafka.codec import DecodeError, encode_key
+from connectors.kafka.codec import DecodeError
+from connectors.kafka.repartition_codec import (
+    DECODE_ERRORS,
+    decode_row,
+    encode_row,
+    fields_key,
+    key_bytes,
+)
 from connectors.kafka.spout import KafkaSpout
 from connectors.kafka.spout_options import KafkaSpoutMetrics
 from engine.murmur2 import default_partition
@@ -51,9 +58,6 @@ __all__ = [
     "record_key",
     "topic_name",
 ]
-
-_pack = msgspec.msgpack.Encoder().encode
-_unpack = msgspec.msgpack.Decoder().decode
 
 RETENTION_MS = 7 * 24 * 3600 * 1000
 """How long a repartition record is kept: a reader further behind than this loses records."""
@@ -174,8 +178,10 @@ class RepartitionWriter(KafkaBolt):
                          log_throttle_secs=spout.log_throttle_secs,
                          outage_after_secs=spout.outage_after_secs, **options)
         self._spout = spout
-        self._at = tuple(list(fields).index(f) for f in key_fields)
+        self._fields = tuple(fields)
+        self._at = tuple(self._fields.index(f) for f in key_fields)
         self._one = self._at[0] if len(self._at) == 1 else None
+        self._key_of = itemgetter(*self._at)  # several fields: their values, as a tuple
         self._keys: dict[str, bytes] = {}  # str grouping value -> its key bytes
 
     async def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
@@ -187,14 +193,16 @@ class RepartitionWriter(KafkaBolt):
 
     def _record(self, tup: Any) -> tuple[bytes | None, bytes | None]:
         values = tup.values
+        row = encode_row(values, self._fields)
         if self._one is not None:
             value = values[self._one]
             if type(value) is str:  # the common key: its bytes remembered, as the writer's
                 key = self._keys.get(value)  # partitioner remembers its partition
                 if key is None:
                     key = self._remember(value)
-                return key, _pack(values)
-        return record_key(values, self._at), _pack(values)
+                return key, row
+            return key_bytes(values, self._at), row
+        return fields_key(self._key_of(values)), row
 
     def _remember(self, value: str) -> bytes:
         keys = self._keys
@@ -205,12 +213,9 @@ class RepartitionWriter(KafkaBolt):
 
 
 def record_key(values: Sequence[Any], at: Sequence[int]) -> bytes:
-    """The repartition key of a tuple's ``values``: the grouping fields at ``at``."""
-    if len(at) == 1:
-        # Never a None key: Kafka spreads keyless records over partitions.
-        value = values[at[0]]
-        return b"null" if value is None else encode_key(value)
-    return _pack([values[i] for i in at])
+    """The repartition key of a tuple's ``values``: the grouping fields at ``at``; the same
+    bytes for the writer's values and the reader's decoded ones (``key_bytes``)."""
+    return key_bytes(values, at)
 
 
 class _Rows:
@@ -223,9 +228,10 @@ class _Rows:
 
     def __call__(self, record: Any) -> list[Any]:
         try:
-            values = _unpack(record.value)
-        except (msgspec.DecodeError, TypeError) as exc:
-            raise DecodeError(f"repartition value is not MessagePack: {exc}") from None
+            values = decode_row(record.value)
+        except DECODE_ERRORS as exc:
+            raise DecodeError(f"repartition value is not a row of MessagePack values: "
+                              f"{exc}") from None
         if type(values) is not list or len(values) != self._n:
             raise DecodeError(f"repartition value is not an array of {self._n} values")
         return values
@@ -233,10 +239,10 @@ class _Rows:
     def many(self, records: list[Any]) -> list[list[Any]]:
         """Every record's values; raises ``DecodeError`` if any is not a row (the fetcher
         then decodes them one by one, to name each bad record)."""
-        unpack, n = _unpack, self._n
+        unpack, n = decode_row, self._n
         try:
             rows = [unpack(r.value) for r in records]
-        except (msgspec.DecodeError, TypeError) as exc:
+        except DECODE_ERRORS as exc:
             raise DecodeError(str(exc)) from None
         for row in rows:
             if type(row) is not list or len(row) != n:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from connectors.kafka import KafkaSpout
 from connectors.kafka.codec import DecodeError, encode_key
@@ -17,6 +20,7 @@ from connectors.kafka.repartition import (
     topic_name,
 )
 from engine.murmur2 import default_partition
+from tests.connectors.kafka.carried import carried, shape
 
 msgpack = msgspec.msgpack.encode
 
@@ -51,7 +55,8 @@ def test_values_keep_bytes_and_nesting() -> None:
     writer, reader = hop(spout(), "count", ("k",), ("k", "v"))
     key, value = writer._record(SimpleNamespace(values=[b"\xff", (1, {"a": None})]))
     assert key == b"\xff"
-    assert reader.decoder(SimpleNamespace(value=value)) == [b"\xff", [1, {"a": None}]]
+    decoded = reader.decoder(SimpleNamespace(value=value))
+    assert decoded == [b"\xff", (1, {"a": None})] and type(decoded[1]) is tuple
     with pytest.raises(TypeError):
         writer._record(SimpleNamespace(values=[1, object()]))
 
@@ -95,3 +100,70 @@ def test_a_reader_for_a_stateful_window_puts_record_offsets_in_its_message_id_fi
     assert type(reader.decoder).__name__ == "_Rows"
     assert reader.decoder.many(records) == [["a", 0, 5], ["b", 0, 6]]
     assert (ids.topics, ids.group_id, ids.fields) == (reader.topics, "wc", reader.fields)
+
+
+def test_a_tuple_key_reaches_the_partition_the_writer_chose() -> None:
+    """One grouping field holding a tuple: the reader's decoded values key the stateful
+    bolt's partition as the writer keyed the record."""
+    writer, reader = hop(spout(), "count", ("k",), ("n", "k"))
+    changelog = reader.changelog_input("count", ("k",))
+    changelog.partitions = parts = list(range(12))
+    key, value = writer._record(SimpleNamespace(values=[0, (1, 2)]))
+    decoded = reader.decoder(SimpleNamespace(value=value))
+    assert decoded == [0, (1, 2)]
+    assert changelog.partition_of(decoded) == KeyPartitions()(key, parts, parts)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(row=st.lists(carried, min_size=1, max_size=3), data=st.data())
+def test_every_carried_value_comes_back_as_it_went_with_the_writers_key(
+        row: list[Any], data: st.DataObject) -> None:
+    """Whatever the hop carries decodes to the same types and values, and the reader's
+    decoded values give the key bytes and partition the writer gave the record."""
+    fields = tuple(f"f{i}" for i in range(len(row)))
+    keys = tuple(data.draw(st.lists(st.sampled_from(fields), min_size=1, unique=True)))
+    writer, reader = hop(spout(), "count", keys, fields)
+    changelog = reader.changelog_input("count", keys)
+    changelog.partitions = parts = list(range(12))
+    key, value = writer._record(SimpleNamespace(values=row))
+    decoded = reader.decoder(SimpleNamespace(value=value))
+    assert shape(decoded) == shape(row)
+    at = [fields.index(k) for k in keys]
+    assert record_key(decoded, at) == key == record_key(row, at)
+    assert changelog.partition_of(decoded) == KeyPartitions()(key, parts, parts)
+
+
+@pytest.mark.parametrize("value", [
+    {"b", "a", "c", "kafka", "storm"}, frozenset({3, 10, 2}), [{"x", "y"}, (1, {2, 9})],
+])
+def test_equal_sets_have_one_key_however_they_were_built(value: Any) -> None:
+    """A set's key does not depend on its order in memory (insertion history, table
+    size, a process's string hashes)."""
+    def rebuilt(v: Any) -> Any:
+        if type(v) in (set, frozenset):
+            big = type(v)([*v, *range(1000)]) - type(v)(range(1000))  # a larger table
+            return big if big == v else type(v)(reversed(list(v)))
+        if type(v) in (list, tuple):
+            return type(v)(rebuilt(x) for x in v)
+        return v
+    other = rebuilt(value)
+    assert other == value
+    for at in ((0,), (0, 1)):
+        assert record_key([value, 1], at) == record_key([other, 1], at)
+
+
+def test_a_value_the_hop_cannot_carry_fails_its_tuple_alone_with_the_reason() -> None:
+    writer, _ = hop(spout(), "count", ("k",), ("k", "v"))
+    sent: list[Any] = []
+    failed: list[tuple[Any, Any]] = []
+    writer._sender = SimpleNamespace(add_nowait=lambda k, v, t: sent.append(t) or True)
+    writer._sent = 0
+    writer._collector = SimpleNamespace(component="__count-repartition-writer",
+                                        fail_with=lambda t, r: failed.append((t, r)),
+                                        report_error=lambda exc: None)
+    good, bad = (SimpleNamespace(values=v, is_tick=lambda: False)
+                 for v in (["a", {1, 2}], ["b", bytearray(b"x")]))
+    writer.execute_batch([good, bad])
+    assert sent == [good] and [t for t, _ in failed] == [bad]
+    assert failed[0][1].message.startswith(
+        "TypeError: field 'v' holds a value of type bytearray, which cannot cross")
