@@ -37,7 +37,7 @@ from engine.context import StopTime, TopologyContext
 from engine.errors import TopologyError
 from engine.failure import FailReasons
 from engine.flow_control import FlowLimit, HoldLimit, checkpoint_round, longest_hold
-from engine.keyed import with_hops
+from engine.keyed import hop_sources, with_hops
 from engine.log_throttle import ErrorThrottle, IntervalWarning
 from engine.outbox import Outbox
 from engine.queue_watch import QueueWatch
@@ -160,7 +160,7 @@ class RunningTopology:
             deadlines[cid] = float(cconf[TOPOLOGY_MESSAGE_TIMEOUT_SECS] if limit is None
                                    else limit)
         self.stalls = StallMonitor(self.spout_executors, self.bolt_executors, deadlines,
-                                   timeout)
+                                   timeout, hops=hop_sources(self.topology))
         self.watchdog: LoopWatchdog | None = None
 
     def _context(self, d: ComponentDef, task_id: int) -> TopologyContext:

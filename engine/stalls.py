@@ -12,7 +12,9 @@ figures the executors keep anyway (nothing is added per tuple):
 - a spout executor waiting for room in a full queue (``blocked``);
 - trees timing out: the spouts' ``failed_timeout`` counts grew since the last look.
 
-Each gives one WARNING per ``interval`` (10 s) naming the component, and the first three
+Each gives one WARNING per ``interval`` (10 s) naming the component (a hung call also
+names its tuple's source and, for a repartition hop's reader, the component whose tuples
+the hop carries), and the first three
 are listed by ``stalled()`` (``stats()["stalled"]``), so that a stalled pipeline never
 looks idle. A call that blocks the loop itself is the loop watchdog's to report: while
 the loop is held nothing here runs.
@@ -46,12 +48,15 @@ class StallMonitor:
 
     def __init__(self, spouts: list[SpoutExecutor], bolts: list[BoltExecutor],
                  deadlines: Mapping[str, float], timeout_secs: float, period: float = 1.0,
-                 warn_after: float = 5.0, interval: float = 10.0) -> None:
+                 warn_after: float = 5.0, interval: float = 10.0,
+                 hops: Mapping[str, str] | None = None) -> None:
         self.spouts = spouts
         self.bolts = bolts
         self.deadlines = deadlines
         """Component -> seconds an async execute may run before it is cancelled (0: never)."""
         self.timeout_secs = timeout_secs
+        self.hops = dict(hops or {})
+        """A repartition hop's reader spout -> the component whose tuples it carries."""
         self.period = period
         self.warn_after = warn_after
         self._warn = IntervalWarning(log, interval)
@@ -115,9 +120,17 @@ class StallMonitor:
             stalled.append({"component": bex.component, "tasks": [tup.dest], "state": "hung",
                             "secs": round(secs, 1)})
             self._warn.warn(f"bolt {bex.component!r}", "task %d: execute() has not returned "
-                            "for %.0f s (a tuple from %r; the call is cancelled after %s)",
-                            tup.dest, secs, tup.source_component,
+                            "for %.0f s (%s; the call is cancelled after %s)",
+                            tup.dest, secs, self._origin(tup),
                             f"{deadline:g} s" if deadline else "never", now=now)
+
+    def _origin(self, tup: Tuple) -> str:
+        """Where ``tup`` came from, through a repartition hop if it did."""
+        source = tup.source_component
+        upstream = self.hops.get(source)
+        if upstream is None:
+            return f"a tuple from {source!r}"
+        return f"a tuple from {source!r}, emitted by {upstream!r} before the repartition hop"
 
     def _check_queue(self, i: int, component: str, ids: list[int], full: bool, now: float,
                      stalled: list[dict[str, Any]]) -> None:

@@ -39,7 +39,7 @@ from engine.declarer import DEFAULT_STREAM, OutputFieldsDeclarer
 from engine.errors import TopologyError
 from engine.topology import ComponentDef, Subscription, Topology
 
-__all__ = ["KeyedSource", "reader_id", "with_hops", "writer_id"]
+__all__ = ["KeyedSource", "hop_sources", "reader_id", "with_hops", "writer_id"]
 
 
 class KeyedSource(Protocol):
@@ -60,6 +60,15 @@ def writer_id(receiver: str) -> str:
 def reader_id(receiver: str) -> str:
     """The id of the spout that reads ``receiver``'s repartition topic."""
     return f"__{receiver}-repartition"
+
+
+def hop_sources(topology: Topology) -> dict[str, str]:
+    """For each reader spout of a hop in ``topology`` (as ``with_hops`` rewrote it), the
+    component whose tuples it carries: the one its writer bolt reads."""
+    components = topology.components
+    return {reader_id(cid): components[writer_id(cid)].inputs[0].source
+            for cid in components
+            if reader_id(cid) in components and writer_id(cid) in components}
 
 
 def with_hops(topology: Topology, conf: Mapping[str, Any]) -> Topology:

@@ -11,7 +11,7 @@ import pytest
 
 from engine import BasicBolt, Bolt, ConfigError, Spout, TopologyBuilder, TopologyError
 from engine.config import validate_config
-from engine.keyed import reader_id, with_hops, writer_id
+from engine.keyed import hop_sources, reader_id, with_hops, writer_id
 from engine.state import StatefulBolt
 from engine.supervisor import worker_argv
 
@@ -271,3 +271,9 @@ def test_a_stateful_window_that_cannot_be_kept_per_partition_is_refused(topology
             "run it with topology.workers=1")):
         with_hops(topology(), validate_config({"topology.workers": 2}))
     with_hops(topology(), validate_config({}))  # one worker: as always
+
+
+def test_hop_sources_name_what_each_reader_carries() -> None:
+    topology = with_hops(word_count(Shared()), validate_config({"topology.workers": 2}))
+    assert hop_sources(topology) == {reader_id("count"): "split"}
+    assert hop_sources(word_count(Shared())) == {}
