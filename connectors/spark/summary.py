@@ -10,11 +10,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["SAMPLE_ROWS", "Malformed", "PhaseClock", "Planned", "ReplaySummary",
+from connectors.spark.reason_kinds import group
+
+__all__ = ["REASON_KINDS", "SAMPLE_ROWS", "Malformed", "PhaseClock", "Planned", "ReplaySummary",
            "format_summary"]
 
 SAMPLE_ROWS = 20
 """How many malformed and planned records a summary lists at most."""
+REASON_KINDS = 20
+"""How many kinds of reason a summary lists at most (the rest are counted in one row)."""
 _REASON_WIDTH = 60
 
 
@@ -86,23 +90,43 @@ def _short(text: str, width: int = _REASON_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _tables(sections: list[tuple[str, list[tuple[str, int]]]]) -> list[str]:
+_Row = tuple[str, int] | tuple[str, int, str]
+"""A table row: label and count, and optionally an example printed under it."""
+
+
+def _tables(sections: list[tuple[str, list[_Row]]]) -> list[str]:
     """Titled two-column tables sharing one label width, so the counts line up."""
-    width = max((len(label) for _, rows in sections for label, _ in rows), default=0)
+    width = max((len(row[0]) for _, rows in sections for row in rows), default=0)
     lines: list[str] = []
     for title, rows in sections:
         if rows:
             lines.append(title)
-            lines += [f"  {label:<{width}}  {count:>12,}" for label, count in rows]
+            for label, count, *example in rows:
+                lines.append(f"  {label:<{width}}  {count:>12,}")
+                lines += [f"    e.g. {_short(text, 100)}" for text in example]
     return lines
 
 
+def _reasons(by_reason: dict[str, int], verb: str) -> tuple[str, list[_Row]]:
+    """The per-reason table: one row per kind of reason (``reason_kinds``), with an
+    example under a kind that covers several reasons, at most ``REASON_KINDS`` rows."""
+    kinds = group(by_reason)
+    title = f"{verb}, per reason"
+    if len(kinds) < len(by_reason):
+        title += f" ({len(by_reason):,} distinct, in {len(kinds):,} kinds)"
+    rows: list[_Row] = [(_short(k.label), k.count) if k.distinct == 1 else
+                       (_short(k.label), k.count, k.example) for k in kinds[:REASON_KINDS]]
+    rest = kinds[REASON_KINDS:]
+    if rest:
+        rows.append((f"{len(rest):,} more kinds", sum(k.count for k in rest)))
+    return title, rows
+
+
 def format_summary(s: ReplaySummary) -> str:
-    """A plain-text report: totals, then per reason and per topic, then samples."""
+    """A plain-text report: totals, then per kind of reason and per topic, then samples."""
     verb = "would replay" if s.dry_run else "replayed"
     head = f"replay of {s.failed_topic!r} for group {s.group_id!r}"
     lines = [head + (" (dry run: nothing written)" if s.dry_run else ""), ""]
-    reasons = sorted(s.by_reason.items(), key=lambda kv: (-kv[1], kv[0]))
     topics = sorted(s.by_topic.items(), key=lambda kv: (-kv[1], kv[0]))
     skipped = [(label, n) for label, n in (
         (f"skipped: over {s.max_attempts} attempts", s.over_attempts),
@@ -111,7 +135,7 @@ def format_summary(s: ReplaySummary) -> str:
         ("totals", [("read", s.read), ("malformed", s.malformed),
                     ("duplicates dropped", s.duplicates), *skipped,
                     ("filtered out", s.filtered), (verb, s.replayed)]),
-        (f"{verb}, per reason", [(_short(r), n) for r, n in reasons]),
+        _reasons(s.by_reason, verb),
         (f"{verb}, per topic", [(f"{src} -> {dst}", n) for (src, dst), n in topics]),
     ])
     if s.malformed_samples:

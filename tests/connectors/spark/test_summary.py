@@ -52,3 +52,29 @@ def test_skipped_records_are_listed_only_when_there_are_some() -> None:
     assert "  skipped: value truncated             1" in lines
     assert not any("skipped" in line for line in format_summary(
         ReplaySummary("failed", "g", dry_run=False, read=1, replayed=1)).splitlines())
+
+
+def test_reasons_that_differ_in_their_values_are_one_line_with_an_example() -> None:
+    """150 records, each failed with its own message: one line per kind of reason, not
+    one per message."""
+    by_reason = {f"ValueError: bad amount {i} at offset {1000 + i}": 1 for i in range(150)}
+    by_reason["timeout"] = 30
+    summary = ReplaySummary("failed", "g", dry_run=False, read=180, replayed=180,
+                            by_reason=by_reason, by_topic={("orders", "orders"): 180})
+    lines = format_summary(summary).splitlines()
+    at = lines.index("replayed, per reason (151 distinct, in 2 kinds)")
+    assert lines[at + 1:at + 5] == [
+        "  ValueError: bad amount <n> at offset <n>           150",
+        "    e.g. ValueError: bad amount 0 at offset 1000",
+        "  timeout                                             30",
+        "replayed, per topic",
+    ]
+
+
+def test_at_most_twenty_kinds_are_listed_and_the_rest_counted() -> None:
+    by_reason = {f"Error{i}: boom": 100 - i for i in range(25)}
+    lines = format_summary(ReplaySummary("failed", "g", dry_run=False,
+                                         by_reason=by_reason)).splitlines()
+    rows = lines[lines.index("replayed, per reason") + 1:-1]  # up to "took ..."
+    assert len(rows) == 21 and rows[0].startswith("  Error0: boom")
+    assert rows[-1].split() == ["5", "more", "kinds", str(sum(range(76, 81)))]
