@@ -84,6 +84,40 @@ def test_relative_links_resolve(page: Path) -> None:
         assert path.exists(), f"{page.relative_to(ROOT)} links {target}, which does not exist"
 
 
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+
+
+def _fence_problems(text: str) -> list[str]:
+    """Code fences that do not close as written (CommonMark): a fence still open at the
+    end, or a line inside a block that starts like its closing fence but has text after it
+    (it renders as code, and so does everything up to the next fence)."""
+    problems: list[str] = []
+    opened: tuple[int, str] | None = None
+    for n, line in enumerate(text.splitlines(), 1):
+        match = _FENCE.match(line)
+        if match is None:
+            continue
+        fence, rest = match.groups()
+        if opened is None:
+            if not (fence[0] == "`" and "`" in rest):  # else inline code, not a fence
+                opened = (n, fence)
+        elif fence[0] == opened[1][0] and len(fence) >= len(opened[1]):
+            if rest.strip():
+                problems.append(f"line {n}: text after the fence closing line {opened[0]}'s "
+                                f"block, so it does not close")
+            else:
+                opened = None
+    if opened is not None:
+        problems.append(f"line {opened[0]}: a code fence never closed")
+    return problems
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_code_fences_close(page: Path) -> None:
+    problems = _fence_problems(page.read_text())
+    assert not problems, f"{page.relative_to(ROOT)}: {'; '.join(problems)}"
+
+
 def test_readme_opens_with_the_two_commands_and_the_python_version() -> None:
     text = (ROOT / "README.md").read_text()
     head = text[:1500]
