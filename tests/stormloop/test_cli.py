@@ -33,12 +33,16 @@ def elsewhere(tmp_path: Path) -> Path:
 
 
 def stormloop(*args: str, cwd: Path, module: bool = False, extra_path: str = "",
-              timeout: float = 120) -> subprocess.CompletedProcess[str]:
+              timeout: float = 120, bin_dir: Path | None = None,
+              ) -> subprocess.CompletedProcess[str]:
+    """Run the CLI in ``cwd``, as ``python -m stormloop`` or through a console script
+    written to ``bin_dir`` (default: ``bin`` beside ``cwd``, a test's temporary one)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (extra_path, str(ROOT)) if p)}
     if module:
         command = [sys.executable, "-m", "stormloop", *args]
     else:
-        script = cwd.parent / "bin" / "stormloop"
+        script = (bin_dir or cwd.parent / "bin") / "stormloop"
+        assert not script.is_relative_to(ROOT.parent), f"{script} is not a test's own"
         script.parent.mkdir(exist_ok=True)
         script.write_text(ENTRY_POINT)
         command = [sys.executable, str(script), *args]
@@ -249,10 +253,10 @@ def test_version_and_doctor_say_which_build_and_why(plain_tree: Path) -> None:
                                 "Python modules, as asked)\n")
 
 
-def test_version_of_this_install_names_its_build() -> None:
+def test_version_of_this_install_names_its_build(tmp_path: Path) -> None:
     from engine import hotpath
 
-    proc = stormloop("--version", cwd=ROOT)
+    proc = stormloop("--version", cwd=ROOT, bin_dir=tmp_path / "bin")
     assert proc.returncode == 0, proc.stderr
     kind = "compiled" if hotpath.build_state()[0] else "plain Python"
     assert proc.stdout.startswith("stormloop ") and f"; hot path: {kind} (" in proc.stdout
