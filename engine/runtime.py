@@ -315,11 +315,16 @@ class RunningTopology:
                 self._killed = True
 
     async def _kill(self, wait_secs: float) -> None:
-        for sex in self.spout_executors:
-            sex.active = False
-            for st in sex.tasks:
-                await self._quietly(st.collector, "deactivate", st.obj)
         deadline = self.clock() + wait_secs
+        # Spouts whose class says ``drains_last`` (the checkpoint spout) go on until the
+        # others' trees completed: acks held for a checkpoint need one more commit.
+        last = [sex for sex in self.spout_executors
+                if all(getattr(st.obj, "drains_last", False) for st in sex.tasks)]
+        first = [sex for sex in self.spout_executors if sex not in last]
+        await self._deactivate(first)
+        while sum(sex.pending() for sex in first) and self.clock() < deadline:
+            await asyncio.sleep(0.01)
+        await self._deactivate(last)
         while self.spout_pending() and self.clock() < deadline:
             await asyncio.sleep(0.01)
         # What close() and cleanup() bound their goodbyes by, together.
@@ -336,6 +341,12 @@ class RunningTopology:
         for bex in self.bolt_executors:
             for bt in bex.tasks:
                 await self._quietly(bt.collector, "cleanup", bt.obj)
+
+    async def _deactivate(self, executors: list[Any]) -> None:
+        for sex in executors:
+            sex.active = False
+            for st in sex.tasks:
+                await self._quietly(st.collector, "deactivate", st.obj)
 
     @staticmethod
     async def _quietly(collector: Any, name: str, obj: Any) -> None:

@@ -101,6 +101,7 @@ class CheckpointSpout(Spout):
     """
 
     per_process = True
+    drains_last = True  # a stop lets it go on until the other spouts' trees completed
 
     def declare_output_fields(self, declarer: Any) -> None:
         declarer.declare(list(CHECKPOINT_FIELDS), stream=CHECKPOINT_STREAM)

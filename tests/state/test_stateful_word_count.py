@@ -161,3 +161,21 @@ async def test_a_failed_checkpoint_rolls_back_and_replays_what_it_held(tmp_path:
     assert all(counts[w] >= n for w, n in truth.items())
     failed_words = sum(len(SENTENCES[o].split()) for o in set(log.failed))
     assert sum(counts.values()) - sum(truth.values()) <= failed_words
+
+
+async def test_a_drain_completes_the_trees_in_flight_through_a_last_checkpoint(
+        tmp_path: Path) -> None:
+    """A stop while sentences are in flight: the checkpoint spout goes on until the other
+    spouts' trees completed, so their acks, held for a commit, are released: nothing is
+    abandoned, nothing failed."""
+    conf = Config({"topology.state.dir": str(tmp_path),
+                   "topology.state.checkpoint.interval.ms": 200,
+                   "topology.max.spout.pending": 40})
+    log, journal = DurableLog(SENTENCES), []  # type: ignore[var-annotated]
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("stateful", conf, topology(log, journal))
+        await wait_until(lambda: len(log.acked) >= 120, timeout=20)
+        final = await cluster.kill_topology("stateful", wait_secs=10)
+    assert final["abandoned"] == 0 and log.failed == []
+    counted = {e[2] for e in journal if e[0] == "word"}
+    assert counted <= log.acked and len(log.acked) < len(SENTENCES)
