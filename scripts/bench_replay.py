@@ -37,8 +37,9 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 from connectors.kafka.failed import FailedRecord  # noqa: E402
 from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
+from connectors.spark.job import run_replay  # noqa: E402
 from connectors.spark.offsets import plan_ranges  # noqa: E402
-from connectors.spark.replay import ReplayOptions, run_replay  # noqa: E402
+from connectors.spark.replay import ReplayOptions  # noqa: E402
 from connectors.spark.session import build_session  # noqa: E402
 
 _VALUE = os.urandom(512).hex().encode()  # 1 KiB

@@ -26,15 +26,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 
 from connectors.kafka import client_options
-from connectors.kafka.repartition import ensure_topic
+from connectors.kafka.topics import ensure_topic
 from engine.clock import now
 from engine.state.changelog import ChangelogRestore
 
 __all__ = ["COMPACTION_LAG_MS", "ChangelogRead", "ChangelogWriter", "changelog_name",
-           "ensure_changelog", "read_partition", "topic_exists"]
+           "ensure_changelog", "read_partition"]
 
 COMPACTION_LAG_MS = 3600 * 1000
 """How long compaction leaves a superseded changelog record: longer than any delay between
@@ -55,17 +54,6 @@ async def ensure_changelog(bootstrap: str | list[str], options: Mapping[str, Any
     """Create or check the changelog ``topic`` of ``inputs`` (see the module docstring);
     returns its partition count. Raises ``PartitionMismatch``."""
     return await ensure_topic(bootstrap, options, inputs, topic, _CONFIGS, "changelog")
-
-
-async def topic_exists(bootstrap: str | list[str], options: Mapping[str, Any],
-                       topic: str) -> bool:
-    """Whether ``topic`` exists (listed in the cluster's metadata; never creates it)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_options.shared(options))
-    await admin.start()
-    try:
-        return topic in set(await admin.list_topics())
-    finally:
-        await admin.close()
 
 
 class ChangelogWriter:

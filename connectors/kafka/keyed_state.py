@@ -39,9 +39,9 @@ from connectors.kafka.changelog import (
     changelog_name,
     ensure_changelog,
     read_partition,
-    topic_exists,
 )
-from connectors.kafka.repartition import KeyPartitions, record_key
+from connectors.kafka.keys import KeyPartitions, record_key
+from connectors.kafka.topics import topic_exists
 from engine.config import TOPOLOGY_STATE_ALLOW_EMPTY
 from engine.state.changelog import (
     ChangelogRestore,

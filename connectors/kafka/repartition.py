@@ -30,12 +30,11 @@ from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError
-
 from connectors.kafka import client_options
 from connectors.kafka.bolt import KafkaBolt
 from connectors.kafka.codec import DecodeError
+from connectors.kafka.keyed_state import ChangelogInput
+from connectors.kafka.keys import KeyPartitions, record_key
 from connectors.kafka.repartition_codec import (
     DECODE_ERRORS,
     decode_row,
@@ -45,7 +44,7 @@ from connectors.kafka.repartition_codec import (
 )
 from connectors.kafka.spout import KafkaSpout
 from connectors.kafka.spout_options import KafkaSpoutMetrics
-from engine.murmur2 import default_partition
+from connectors.kafka.topics import RETENTION_MS, PartitionMismatch, ensure_topic
 
 __all__ = [
     "RETENTION_MS",
@@ -58,15 +57,6 @@ __all__ = [
     "record_key",
     "topic_name",
 ]
-
-RETENTION_MS = 7 * 24 * 3600 * 1000
-"""How long a repartition record is kept: a reader further behind than this loses records."""
-
-_CONFIGS = {"cleanup.policy": "delete", "retention.ms": str(RETENTION_MS)}
-
-
-class PartitionMismatch(ValueError):
-    """A repartition topic whose partition count differs from its input's."""
 
 
 def topic_name(group: str, receiver: str) -> str:
@@ -83,87 +73,7 @@ def hop(spout: KafkaSpout, receiver: str, key_fields: Sequence[str],
     return writer, RepartitionSpout(topic, spout, fields)
 
 
-async def ensure_topic(bootstrap: str | list[str], options: Mapping[str, Any],
-                       inputs: Sequence[str], topic: str,
-                       configs: Mapping[str, str] | None = None, kind: str = "repartition") -> int:
-    """Create ``topic`` with the partition count of ``inputs`` (the largest, for several)
-    and ``configs`` (default: a repartition topic's), or check that an existing one has
-    that count; returns the count. Raises ``PartitionMismatch`` naming the ``kind`` of
-    topic."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_options.shared(options))
-    await admin.start()
-    try:
-        found = await _partition_counts(admin, [*inputs, topic])
-        known = [found[t] for t in inputs if t in found]
-        if not known:
-            raise ValueError(f"{kind} topic {topic!r}: its input {list(inputs)} does not "
-                             f"exist; create it first")
-        want = max(known)
-        if topic not in found:
-            try:
-                await admin.create_topics([NewTopic(topic, want, _replicas(found, inputs),
-                                                    topic_configs=dict(configs or _CONFIGS))])
-            except TopicAlreadyExistsError:  # another process created it meanwhile
-                found.update(await _partition_counts(admin, [topic]))
-        _check(topic, found.get(topic, want), want, inputs, kind)
-        return want
-    finally:
-        await admin.close()
-
-
-async def _partition_counts(admin: AIOKafkaAdminClient, topics: list[str]) -> dict[str, Any]:
-    """Partition count per existing topic of ``topics`` (and ``(name, "replicas")`` keys)."""
-    counts: dict[str, Any] = {}
-    # Only topics that exist are described: describing a missing one may create it
-    # (a broker's auto.create.topics.enable), with the broker's default partition count.
-    existing = set(await admin.list_topics())
-    topics = [t for t in topics if t in existing]
-    if not topics:
-        return counts
-    for entry in await admin.describe_topics(topics):
-        if entry["error_code"] == 0 and entry["partitions"]:
-            counts[entry["topic"]] = len(entry["partitions"])
-            counts[(entry["topic"], "replicas")] = len(entry["partitions"][0]["replicas"])
-    return counts
-
-
-def _replicas(found: Mapping[Any, Any], inputs: Sequence[str]) -> int:
-    return max((found.get((t, "replicas"), 1) for t in inputs), default=1) or 1
-
-
-def _check(topic: str, has: int, want: int, inputs: Sequence[str], kind: str) -> None:
-    if has != want:
-        source = inputs[0] if len(inputs) == 1 else f"{list(inputs)} (largest)"
-        raise PartitionMismatch(
-            f"{kind} topic {topic!r} has {has} partitions, its input {source} has "
-            f"{want}; see docs/scaling.md on changing partition counts")
-
-
 _KEY_MEMO = 1 << 16  # grouping values whose key bytes a writer remembers
-
-
-class KeyPartitions:
-    """Kafka's default partitioner (murmur2 of the key), remembering the partition of up to
-    ``size`` recent keys: grouping keys repeat, and the hash is the writer's largest cost."""
-
-    __slots__ = ("_count", "_memo", "_size")
-
-    def __init__(self, size: int = 1 << 16) -> None:
-        self._memo: dict[bytes, int] = {}
-        self._count = 0
-        self._size = size
-
-    def __call__(self, key: bytes, all_partitions: list[int], available: list[int]) -> int:
-        """The partition of ``key`` among ``all_partitions``, as Kafka's producer picks it."""
-        if len(all_partitions) != self._count:
-            self._memo.clear()
-            self._count = len(all_partitions)
-        partition = self._memo.get(key)
-        if partition is None:
-            if len(self._memo) >= self._size:
-                self._memo.clear()
-            partition = self._memo[key] = default_partition(key, all_partitions, available)
-        return partition
 
 
 class RepartitionWriter(KafkaBolt):
@@ -210,12 +120,6 @@ class RepartitionWriter(KafkaBolt):
             keys.clear()
         key = keys[value] = value.encode("utf-8")
         return key
-
-
-def record_key(values: Sequence[Any], at: Sequence[int]) -> bytes:
-    """The repartition key of a tuple's ``values``: the grouping fields at ``at``; the same
-    bytes for the writer's values and the reader's decoded ones (``key_bytes``)."""
-    return key_bytes(values, at)
 
 
 class _Rows:
@@ -301,8 +205,6 @@ class RepartitionSpout(KafkaSpout):
     def changelog_input(self, component: str, key_fields: Sequence[str]) -> Any:
         """What stateful bolt ``component``, grouped on ``key_fields`` behind this reader,
         asks of Kafka to keep its state per partition (a ``ChangelogInput``)."""
-        from connectors.kafka.keyed_state import ChangelogInput
-
         return ChangelogInput(self.group_id, self.topics[0], self.input_topics, component,
                               self.bootstrap_servers, self.consumer_options, self.fields,
                               key_fields)

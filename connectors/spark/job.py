@@ -9,34 +9,16 @@ in-process twin is ``in_process``.
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import time
 
 from connectors.spark.in_process import replay_in_process
+from connectors.spark.java import JavaNotFound, find_java
 from connectors.spark.offsets import commit_ranges, plan_ranges, probe_broker
 from connectors.spark.options import ReplayOptions
 from connectors.spark.progress import Progress
 from connectors.spark.summary import PhaseClock, ReplaySummary
 
 __all__ = ["JavaNotFound", "find_java", "run_replay", "runs_in_process"]
-
-
-class JavaNotFound(RuntimeError):
-    """Spark was to start and there is no Java to start it with."""
-
-    def __init__(self) -> None:
-        super().__init__("no Java found (Spark needs Java 17 or later): set JAVA_HOME or put "
-                         "java on the PATH")
-
-
-def find_java() -> str | None:
-    """The ``java`` Spark will start (``JAVA_HOME/bin/java``, else on the PATH), or None."""
-    home = os.environ.get("JAVA_HOME")
-    if home:
-        candidate = os.path.join(home, "bin", "java")
-        return candidate if os.access(candidate, os.X_OK) else None
-    return shutil.which("java")
 
 
 def runs_in_process(options: ReplayOptions, offsets: int, spark: object | None) -> bool:

@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 
 from connectors.kafka.failed import REPLAY_HEADERS
 from connectors.spark.datasource import FAILED_FORMAT, client_option, ranges_option
-from connectors.spark.job import JavaNotFound, find_java, run_replay
+from connectors.spark.java import JavaNotFound, find_java
 from connectors.spark.offsets import OffsetRange
 from connectors.spark.options import ReplayOptions
 from connectors.spark.progress import Progress
@@ -46,8 +46,7 @@ from connectors.spark.session import build_session, prepare_session
 from connectors.spark.summary import PhaseClock, ReplaySummary
 from connectors.spark.tally import Fate
 
-__all__ = ["REPLAY_HEADERS", "ReplayOptions", "replay_with_spark", "run_replay",
-           "stage_status"]
+__all__ = ["REPLAY_HEADERS", "ReplayOptions", "replay_with_spark", "stage_status"]
 
 
 

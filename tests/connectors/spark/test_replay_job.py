@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from connectors.spark.replay import REPLAY_HEADERS, ReplayOptions, run_replay
+from connectors.spark.job import run_replay
+from connectors.spark.replay import REPLAY_HEADERS, ReplayOptions
 from connectors.spark.summary import Malformed, ReplaySummary
 from tests.connectors.spark.helpers import failed, produce, read_all, unique
 

@@ -14,7 +14,8 @@ from typing import Any
 import orjson
 
 from connectors.kafka import KafkaBolt, KafkaSpout
-from connectors.spark.replay import ReplayOptions, run_replay
+from connectors.spark.job import run_replay
+from connectors.spark.replay import ReplayOptions
 from engine import BasicBolt, Config, FailedException, LocalCluster, TopologyBuilder
 from tests.connectors.kafka.helpers import FAST_GROUP, eventually, high_watermarks, read_all
 from tests.connectors.spark.helpers import unique
