@@ -29,6 +29,7 @@ __all__ = [
     "TOPOLOGY_STATE_ALLOW_EMPTY",
     "TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS",
     "TOPOLOGY_STATE_DIR",
+    "TOPOLOGY_STATE_STANDBY_REPLICAS",
     "TOPOLOGY_STATS_SAMPLE_RATE",
     "TOPOLOGY_TICK_TUPLE_FREQ_SECS",
     "TOPOLOGY_WORKERS",
@@ -54,6 +55,9 @@ TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS = "topology.state.checkpoint.interval.ms"
 # a bolt renamed or added to a running group, the group's offsets lost), instead of
 # refusing to start (docs/scaling.md).
 TOPOLOGY_STATE_ALLOW_EMPTY = "topology.state.allow.empty"
+# Behind a repartition hop: keep caught-up copies of the partitions a process does not own,
+# so that a failover reads only the last few changelog records (0: none).
+TOPOLOGY_STATE_STANDBY_REPLICAS = "topology.state.standby.replicas"
 TOPOLOGY_NAME = "topology.name"
 # Cancel an async execute still running after this long (None: the message timeout; 0: never).
 TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS = "topology.bolt.execute.timeout.secs"
@@ -75,6 +79,7 @@ DEFAULTS: dict[str, Any] = {
     TOPOLOGY_STATE_DIR: sqlite_file.DEFAULT_STATE_DIR,
     TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: 1000,
     TOPOLOGY_STATE_ALLOW_EMPTY: False,
+    TOPOLOGY_STATE_STANDBY_REPLICAS: 0,
     TOPOLOGY_NAME: None,
     TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS: None,
     TOPOLOGY_WORKERS: 1,
@@ -139,6 +144,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
     TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS: (_int_at_least(1), "an int of ms >= 1", False),
     TOPOLOGY_STATE_ALLOW_EMPTY: (lambda v: isinstance(v, bool), "true or false (or 1 or 0)",
                                  False),
+    TOPOLOGY_STATE_STANDBY_REPLICAS: (_int_at_least(0), "an int >= 0", False),
     TOPOLOGY_NAME: (lambda v: isinstance(v, str) and bool(v), "a non-empty string", True),
     TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS: (
         lambda v: _positive_number(v) or (type(v) in (int, float) and v == 0),

@@ -21,7 +21,7 @@ partition's next owner.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +31,10 @@ from connectors.kafka import client_options
 from connectors.kafka.topics import ensure_topic
 from engine.clock import now
 from engine.state.changelog import ChangelogRestore
+from engine.state.standby import StandbyCopy
 
 __all__ = ["COMPACTION_LAG_MS", "ChangelogRead", "ChangelogWriter", "changelog_name",
-           "ensure_changelog", "read_partition"]
+           "ensure_changelog", "follow_partition", "read_partition"]
 
 COMPACTION_LAG_MS = 3600 * 1000
 """How long compaction leaves a superseded changelog record: longer than any delay between
@@ -154,3 +155,36 @@ async def _high_watermark(consumer: AIOKafkaConsumer, tp: TopicPartition,
         if got:
             restore.add((r.offset, r.key, r.value) for r in got)
     return high
+
+
+async def follow_partition(bootstrap: str | list[str], options: Mapping[str, Any],
+                           topic: str, partition: int, copy: StandbyCopy,
+                           committed: Callable[[], Awaitable[int | None]]) -> None:
+    """Follow changelog ``partition`` of ``topic`` into the standby ``copy``, from its
+    position, until cancelled or the copy stops at a record it cannot read; after each
+    fetch the copy settles what the group's ``committed()`` input offset passed."""
+    tp = TopicPartition(topic, partition)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                max_partition_fetch_bytes=8 << 20,
+                                **{**client_options.shared(options),
+                                   "auto_offset_reset": "earliest"})
+    await consumer.start()
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, copy.next_offset)
+        checked = False
+        while copy.stopped_at is None:
+            batch = await consumer.getmany(tp, timeout_ms=1000, max_records=FETCH_RECORDS)
+            high = consumer.highwater(tp)
+            if not checked and high is not None:
+                checked = True
+                if high < copy.next_offset:  # created again since the copy was made
+                    copy.reset()
+                    consumer.seek(tp, 0)
+                    continue
+            got = batch.get(tp, ())
+            if got:
+                copy.add((r.offset, r.key, r.value) for r in got)
+                copy.flush(await committed())
+    finally:
+        await consumer.stop()

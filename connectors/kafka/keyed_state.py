@@ -38,6 +38,7 @@ from connectors.kafka.changelog import (
     ChangelogWriter,
     changelog_name,
     ensure_changelog,
+    follow_partition,
     read_partition,
 )
 from connectors.kafka.keys import KeyPartitions, record_key
@@ -53,6 +54,7 @@ from engine.state.changelog import (
 )
 from engine.state.partition_store import PartitionStore, Position
 from engine.state.restored import Restored, Written
+from engine.state.standby import StandbyCopy
 
 __all__ = ["ChangelogInput"]
 
@@ -220,6 +222,12 @@ class ChangelogInput:
         ends = await self._writer.write(records)
         self._unstarted.difference_update(ends)
         return {p: Written(firsts[p][0], end, firsts[p][1]) for p, end in ends.items()}
+
+    async def follow(self, partition: int, copy: StandbyCopy) -> None:
+        """Keep the standby ``copy`` of ``partition`` caught up with its changelog until
+        cancelled."""
+        await follow_partition(self.bootstrap, self.options, self.topic, partition, copy,
+                               lambda: self.committed(partition))
 
     async def stop(self) -> None:
         """Stop following revocations; close the clients."""

@@ -102,6 +102,9 @@ class _Families:
                           "by those restores.", labels=task)
         self.restoring = g("stormloop_state_restoring_partitions", "Input partitions whose "
                            "state is being restored now (their tuples wait).", labels=task)
+        self.standby = g("stormloop_state_standby_partitions", "Input partitions this "
+                         "process keeps a standby copy of (topology.state.standby.replicas).",
+                         labels=task)
 
     def all(self) -> Iterator[Metric]:
         """The families that have at least one series."""
@@ -155,7 +158,8 @@ def _kafka(f: _Families, name: str, stats: Mapping[str, Any]) -> None:
                                  (f.produced, "produced"), (f.produce_errors, "produce_errors"),
                                  (f.restores, "state_restores"),
                                  (f.restored, "state_restored_records"),
-                                 (f.restoring, "state_restoring")):
+                                 (f.restoring, "state_restoring"),
+                                 (f.standby, "state_standby_partitions")):
                 if isinstance(data.get(key), int | float):
                     counter.add_metric([name, cid, task], data[key])
 

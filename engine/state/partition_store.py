@@ -129,6 +129,38 @@ class PartitionStore:
                              "VALUES (?, ?, ?, ?, ?)", rows)
             self._move(conn, ns, next_offset, marker, True)
 
+    def stage(self, ns: str, rows: list[tuple[int, int, bytes, bytes | None]],
+              next_offset: int, marker: tuple[int, int] | None, started: bool,
+              topic: str) -> None:
+        """A standby's copy: changelog ``rows`` ``(offset, first, key, value)`` (JSON;
+        ``None``: deleted) kept unsettled, as this host's own commits are, and the position
+        moved to ``next_offset``, in one transaction."""
+        with self.store.transaction() as conn:
+            conn.execute("INSERT OR IGNORE INTO partition_position (ns, topic, next_offset) "
+                         "VALUES (?, ?, 0)", (ns, topic))
+            conn.executemany("INSERT OR REPLACE INTO unsettled (ns, seq, first, key, value) "
+                             "VALUES (?, ?, ?, ?, ?)", [(ns, *row) for row in rows])
+            self._move(conn, ns, next_offset, marker, started)
+
+    def settle(self, ns: str, committed: int) -> None:
+        """Fold the unsettled changes whose lowest input offset is below ``committed`` (the
+        group's committed offset has passed them) into the map."""
+        with self.store.transaction() as conn:
+            self._settle(conn, ns, committed)
+
+    def adopt(self, ns: str, standby: str) -> bool:
+        """Take the standby copy ``standby`` as ``ns`` when it is further along in the same
+        changelog than what ``ns`` holds; whether it did."""
+        mine, copy = self.position(ns), self.position(standby)
+        if copy is None or (mine is not None and (mine.topic != copy.topic
+                                                  or mine.next_offset >= copy.next_offset)):
+            return False
+        with self.store.transaction() as conn:
+            self._forget(conn, ns)
+            for table in ("kv", "unsettled", "partition_position"):
+                conn.execute(f"UPDATE {table} SET ns = ? WHERE ns = ?", (ns, standby))
+        return True
+
     @staticmethod
     def _move(conn: Any, ns: str, next_offset: int, marker: tuple[int, int] | None,
               started: bool) -> None:

@@ -31,7 +31,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from engine.config import TOPOLOGY_STATE_ALLOW_EMPTY
+from engine.config import TOPOLOGY_STATE_ALLOW_EMPTY, TOPOLOGY_STATE_STANDBY_REPLICAS
 from engine.context import TopologyContext
 from engine.state.changelog import StateRefused, partition_namespace
 from engine.state.executor import StatefulBoltExecutor
@@ -40,6 +40,7 @@ from engine.state.kv import KeyValueState
 from engine.state.partition_store import PartitionStore
 from engine.state.partitioned import PartitionedState
 from engine.state.restored import Restored, Written
+from engine.state.standby import StandbyCopy, StandbyKeeper, standby_namespace
 from engine.state.store import SqliteStateStore, open_store
 from engine.tuples import Tuple
 from engine.usercall import fail_on_error
@@ -50,7 +51,11 @@ log = logging.getLogger("engine.state")
 
 
 class PartitionedInput(Protocol):
-    """What the input's system offers a bolt that keeps state per partition."""
+    """What the input's system offers a bolt that keeps state per partition: its
+    ``partitions`` (known once started) and its changelog's name (``topic``), and:"""
+
+    partitions: list[int]
+    topic: str
 
     def partition_of(self, values: Sequence[Any]) -> int:
         """The input partition of a tuple with ``values``."""
@@ -75,6 +80,9 @@ class PartitionedInput(Protocol):
         """Write and confirm each partition's committed changes, with a marker for each
         of ``partitions``; where each partition's changelog stands."""
         ...
+
+    async def follow(self, partition: int, copy: StandbyCopy) -> None:
+        """Keep the standby ``copy`` of ``partition`` caught up until cancelled."""
 
     async def stop(self) -> None:
         """Close what ``start`` opened."""
@@ -107,6 +115,12 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
         self.context = context
         await self.source.start(self._revoked, self._assigned,
                                 bool(conf.get(TOPOLOGY_STATE_ALLOW_EMPTY)))
+        self.standbys: StandbyKeeper | None = None
+        if conf.get(TOPOLOGY_STATE_STANDBY_REPLICAS):
+            prefix = self.parts.namespace
+            self.standbys = StandbyKeeper(
+                self.partition_store, lambda p: partition_namespace(prefix, p),
+                self.source.topic, self.source.follow)
 
     async def _handle(self, tup: Tuple) -> None:
         if not self.initialized:
@@ -122,6 +136,8 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
 
     async def _restore(self, partition: int) -> None:
         namespace = partition_namespace(self.parts.namespace, partition)
+        if self.partition_store.adopt(namespace, standby_namespace(namespace)):
+            log.info("%s: partition %d: taking over its standby copy", self.name, partition)
         got = await self.source.restore(partition, self.partition_store, namespace)
         self.parts.open(partition)
         self.restores += 1
@@ -164,9 +180,15 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
                         changes.get(partition, {}), at.first, at.next_offset, at.marker)
 
     async def _assigned(self, partitions: list[int]) -> None:
+        standbys = getattr(self, "standbys", None)
+        if standbys is not None:
+            await standbys.drop(partitions)  # their copies are the restores' to take
         for partition in partitions:
             self.source.hold(partition)
             self.holds.start(partition)
+        if standbys is not None:
+            owned = self.holds.ready | set(self.holds.restoring()) | set(partitions)
+            standbys.keep(p for p in self.source.partitions if p not in owned)
 
     async def _revoked(self, partitions: list[int]) -> None:
         async with self.writing:
@@ -177,6 +199,8 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
                     self.out.fail(tup)
                 self.parts.close(partition)
             self._fail_uncommitted(set(partitions))
+        if getattr(self, "standbys", None) is not None:
+            self.standbys.keep(partitions)  # type: ignore[union-attr]
 
     async def _leave(self, partition: int) -> list[Tuple]:
         """Put away what the bolt keeps of revoked ``partition`` beside its state; the
@@ -203,14 +227,20 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
         own = getattr(getattr(self, "bolt", None), "metrics", None)
         out: dict[str, Any] = dict(own()) if callable(own) else {}
         holds = getattr(self, "holds", None)
+        standbys = getattr(self, "standbys", None)
         out.update(state_restores=self.restores, state_restored_records=self.restored_records,
-                   state_restoring=0 if holds is None else len(holds.restoring()))
+                   state_restoring=0 if holds is None else len(holds.restoring()),
+                   state_standby_partitions=0 if standbys is None else len(
+                       standbys.following()))
         return out
 
     async def cleanup(self) -> None:
         holds = getattr(self, "holds", None)
         if holds is not None:
             await holds.close()
+        standbys = getattr(self, "standbys", None)
+        if standbys is not None:
+            await standbys.close()
         await self.source.stop()
         await super().cleanup()
 

@@ -29,6 +29,7 @@ from tests.connectors.kafka.test_keyed_processes import (
     Run,
     counts_not_under,
     sentences_of,
+    wait_split,
     wait_truth,
     word_count_conf,
 )
@@ -188,3 +189,45 @@ async def test_an_unreadable_changelog_record_is_named_once(kafka_broker, runs,
     where = f"changelog {changelog!r} partition {partition} offset {end[partition] - 1}"
     assert where in errors[0] and f'\'"{word}"\'' in errors[0] and "xyz" in errors[0], lines
     assert again.text().count("restore of partition") == 0, again.text()[-3000:]
+
+
+async def test_a_standby_copy_makes_a_failover_read_only_the_last_records(
+        kafka_broker, runs, tmp_path: Path) -> None:
+    """Two hosts with ``topology.state.standby.replicas=1``: each follows the changelog of
+    the partitions the other owns. One is SIGKILLed: the survivor takes over its standby
+    copies and reads only what they had not caught up with, not the 20,000 keys each."""
+    bootstrap = kafka_broker.bootstrap
+    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
+    await kafka_broker.create_topic(sentences, 2)
+    await kafka_broker.create_topic(counts, 2)
+    await seed(kafka_broker, group, sentences)
+    hop = topic_name(group, "count")
+    conf = word_count_conf(bootstrap, sentences, counts, group,
+                           **{"topology.state.checkpoint.interval.ms": 200,
+                              "topology.workers": 2, "topology.state.standby.replicas": 1})
+    a, b = (Run(tmp_path / f"{n}.log", {**conf, "topology.state.dir": tmp_path / n},
+                file=STATEFUL) for n in ("a", "b"))
+    runs += [a, b]
+    await wait_split(runs, [sentences, hop], 2, 2)
+    lines = sentences_of(4000)
+    await produce(bootstrap, sentences, [(None, line.encode()) for line in lines])
+
+    async def counting() -> bool:
+        return await total_committed(bootstrap, group, hop) > 1000
+
+    await eventually(counting, 90, "some words counted and committed")
+    await asyncio.sleep(1.0)  # the standby copies catch up with the last checkpoints
+    before = len(restores(b))
+    a.proc.kill()
+    a.proc.wait(10)
+    more = sentences_of(2000, seed=11)  # in every partition: the survivor must take over
+    await produce(bootstrap, sentences, [(None, line.encode()) for line in more])
+    lines += more
+    await eventually(lambda: committed_to_end(bootstrap, group, [sentences, hop]), 120,
+                     "the survivor to commit both topics to the end")
+    assert b.stop() == 0, b.text()[-3000:]
+    taken = restores(b)[before:]
+    assert taken and all(n <= 10_000 for n, _ in taken), (taken, b.text()[-3000:])
+    assert "taking over its standby copy" in b.text(), b.text()[-3000:]
+    truth = Counter(word for line in lines for word in line.split())
+    await counts_not_under(bootstrap, counts, truth)
