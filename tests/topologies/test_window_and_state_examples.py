@@ -54,7 +54,7 @@ async def test_windowed_word_count_counts_every_window_of_a_topic_written_once(
     records = [(LINES[i % 3], BASE_MS + i * 500) for i in range(30)]  # 0 s .. 14.5 s
     await produce_timed(bootstrap, sentences, records)
     conf = fast(module.CONF, bootstrap, sentences, counts)
-    conf.update({"window.watermark.interval.secs": 0.05, "window.length.secs": 4.0})
+    conf["window.length.secs"] = 4.0
     last_end = BASE_MS + 18_000  # the last window holding 14.5 s: (14 s, 18 s]
     async with LocalCluster() as cluster:
         await cluster.submit_topology("windowed", conf, module.build(conf))
@@ -73,6 +73,13 @@ async def test_windowed_word_count_counts_every_window_of_a_topic_written_once(
         truth = sum(line.split().count(word) for line, ts in records
                     if v["start"] < ts <= v["end"])
         assert v["count"] == truth, (word, v)
+
+
+def test_windowed_word_count_moves_its_watermark_per_batch_unless_an_interval_is_set() -> None:
+    module = importlib.import_module("topologies.windowed_word_count")
+    assert module.window_bolt(module.CONF)._spec().watermark_interval_ms is None
+    periodic = module.window_bolt({**module.CONF, "window.watermark.interval.secs": 0.5})
+    assert periodic._spec().watermark_interval_ms == 500
 
 
 async def test_stateful_word_count_keeps_its_counts_across_kill_and_restart(
