@@ -7,7 +7,12 @@ Every sentence record's Kafka timestamp is its event time. Words are counted ove
 of ``window.length.secs`` (default 10 s) sliding every ``window.slide.secs`` (1 s), with
 records allowed ``window.lag.secs`` (2 s) out of order; each evaluation sends, per word, a
 JSON record ``{"count", "start", "end"}`` (window bounds in epoch ms) keyed by the word to
-the counts topic. Records later than the watermark go to the late stream and are logged.
+the counts topic. The watermark moves after each batch of sentences that arrives (with
+``window.watermark.interval.secs`` set, every that many seconds instead, as Storm's does);
+records later than it go to the late stream and are logged. Once no sentence has come for
+``window.idle.secs`` (2 s), event time goes on with the clock from the latest one
+(``with_idle_timeout``): the last windows of a topic written once, or paused, are counted
+too, instead of waiting for newer records.
 The count is kept incrementally (``with_incremental()``): each evaluation adds the words
 that entered the window and takes off those that left it, so it costs what moved, not the
 window's size. A sentence's offset is committed once it left every window it was in and
@@ -34,7 +39,8 @@ CONF: dict[str, Any] = {
     "window.length.secs": 10.0,
     "window.slide.secs": 1.0,
     "window.lag.secs": 2.0,
-    "window.watermark.interval.secs": 1.0,
+    "window.watermark.interval.secs": None,  # None: the watermark moves after each batch
+    "window.idle.secs": 2.0,
     "topology.max.spout.pending": 100_000,
     "topology.message.timeout.secs": 30,
 }
@@ -95,7 +101,10 @@ def window_bolt(conf: Mapping[str, Any]) -> WindowedWordCount:
     bolt.with_window(Duration(float(conf["window.length.secs"])),
                      Duration(float(conf["window.slide.secs"])))
     bolt.with_timestamp_field("ts").with_lag(Duration(float(conf["window.lag.secs"])))
-    bolt.with_watermark_interval(Duration(float(conf["window.watermark.interval.secs"])))
+    interval = conf.get("window.watermark.interval.secs")
+    if interval is not None:  # Storm's periodic watermark instead of one per batch
+        bolt.with_watermark_interval(Duration(float(interval)))
+    bolt.with_idle_timeout(Duration(float(conf["window.idle.secs"])))
     bolt.with_late_tuple_stream(LATE_STREAM).with_incremental()
     return bolt
 

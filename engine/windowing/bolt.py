@@ -147,6 +147,19 @@ class BaseWindowedBolt(Component):
         self._spec().watermark_interval_ms = _duration_ms(interval, "with_watermark_interval")
         return self
 
+    def with_idle_timeout(self, timeout: Duration) -> BaseWindowedBolt:
+        """Event time: once no tuple has come for ``timeout`` (processing time) while the
+        window holds tuples, event time goes on with the clock from the latest tuple: the
+        watermark is its timestamp minus the lag plus the time the input has been quiet,
+        so the last windows of a finite or paused input close (default: off, the
+        watermark waits for newer tuples). A tuple that comes later stamped before that
+        watermark is late."""
+        millis = _duration_ms(timeout, "with_idle_timeout")
+        if millis < 1:
+            raise ValueError(f"with_idle_timeout takes at least 1 ms, got {timeout!r}")
+        self._spec().idle_timeout_ms = millis
+        return self
+
     def with_late_tuple_stream(self, stream_id: str) -> BaseWindowedBolt:
         """Event time: late tuples go to ``stream_id`` (one field, ``late_tuple``)."""
         if not isinstance(stream_id, str) or not stream_id:

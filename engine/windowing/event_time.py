@@ -6,9 +6,12 @@ or by the extractor, and must be an int (ms). Each input stream's latest stamp i
 the watermark generator; a tuple stamped before the last watermark is late and sent off
 (``LateTuples``). The watermark moves after each batch of tuples (``after_batch``) unless
 the window asked for Storm's periodic one (``with_watermark_interval``): then only at the
-ticks of that interval (``tick``). Once told the input ended, the first tick with no new
-tuple moves the watermark past the latest tuple by the window's length and slide, so the
-last windows close and their tuples' trees complete.
+ticks of that interval (``tick``). Two rules move it at a tick with no new tuple since
+the last one, so that the last windows close and their tuples' trees complete: once told
+the input ended, past the latest tuple by the window's length and slide; with an idle
+timeout (``with_idle_timeout``), once the input has been quiet that long while the window
+holds tuples, on with the clock from the latest tuple (a Kafka topic written once never
+says it ended).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class EventTime:
         self.per_batch = spec.watermark_interval_ms is None
         self.input_ended = False
         self.fresh = False  # a tuple came since the last watermark tick
+        self.quiet_since: int | None = None  # the last tick that saw a tuple (epoch ms)
 
     def stamp(self, tup: Tuple) -> int | None:
         """``tup``'s event time; None when it is late (then it is sent off and acked)."""
@@ -70,14 +74,29 @@ class EventTime:
         """The watermark to add after a batch, if it moves per batch and moved."""
         return self.watermarks.advance() if self.per_batch else None
 
-    def tick(self) -> int | None:
-        """The watermark to add at a tick, if it moved (past the latest tuple once the
-        input ended and nothing came since the last tick)."""
+    def tick(self, now: int, holding: bool) -> int | None:
+        """The watermark to add at a tick at ``now`` (epoch ms), if it moved; with nothing
+        new since the last tick, as ``_quiet_watermark`` says (``holding``: the window
+        holds tuples)."""
         ts = self.watermarks.advance()
-        if self.input_ended and not self.fresh:  # tuples still in flight wait a tick more
-            ts = self.watermarks.finish(self._closing_span_ms()) or ts
+        if self.fresh:  # a tuple came: the end or the quiet waits a tick more
+            self.quiet_since = now
+        else:
+            ts = self._quiet_watermark(now, holding) or ts
         self.fresh = False
         return ts
+
+    def _quiet_watermark(self, now: int, holding: bool) -> int | None:
+        """No tuple since the last tick: at the end of the input, the watermark past the
+        latest tuple; once the input has been quiet for the idle timeout while the window
+        holds tuples, event time going on with the clock. The quiet counts from the tick
+        that saw the last tuple, so event time never runs ahead of the clock."""
+        if self.input_ended:
+            return self.watermarks.finish(self._closing_span_ms())
+        idle, since = self.spec.idle_timeout_ms, self.quiet_since
+        if idle is None or since is None or not holding or now - since < idle:
+            return None
+        return self.watermarks.idle(now - since)
 
     def _closing_span_ms(self) -> int:
         """How far past the latest tuple the watermark must go for every window holding a

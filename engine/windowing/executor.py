@@ -44,7 +44,7 @@ from engine.windowing.event_time import EventTime
 from engine.windowing.late import LATE_TUPLE_FIELD, LateTuples
 from engine.windowing.manager import Activation, Expired
 from engine.windowing.policies import TimeTrigger
-from engine.windowing.spec import CLOSING_TICK_MS, Duration, WindowSpec, check_limits
+from engine.windowing.spec import Duration, WindowSpec, check_limits
 from engine.windowing.timers import Timers
 
 __all__ = ["WindowedBoltExecutor"]
@@ -109,7 +109,7 @@ class WindowedBoltExecutor(Bolt):
         self.manager.start()
         spec = self.spec
         if spec.event_time:
-            self._spawn(spec.watermark_interval_ms or CLOSING_TICK_MS, self._on_watermark_tick)
+            self._spawn(spec.watermark_tick_ms, self._on_watermark_tick)
         elif isinstance(spec.slide, Duration):
             self._spawn(spec.slide.millis, self._on_slide_tick)
 
@@ -149,9 +149,10 @@ class WindowedBoltExecutor(Bolt):
 
     def _on_watermark_tick(self) -> None:
         assert self.event_time is not None
-        ts = self.event_time.tick()
+        now = self.now_ms()
+        ts = self.event_time.tick(now, len(self.manager) > 0)
         if ts is not None:
-            self.manager.add_watermark(ts, self.now_ms())
+            self.manager.add_watermark(ts, now)
 
     def in_windows(self) -> int:
         """Tuples this task holds in its window (not acked yet: their trees are pending)."""

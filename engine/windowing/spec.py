@@ -19,7 +19,8 @@ from engine.errors import TopologyError
 __all__ = ["Count", "Duration", "WindowSpec", "check_limits"]
 
 CLOSING_TICK_MS = 1000
-"""With the watermark moving per batch: how often a window checks whether its input ended."""
+"""With the watermark moving per batch: how often a window checks whether its input ended
+or has been quiet (more often if its idle timeout is shorter)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,9 @@ class WindowSpec:
     watermark_interval_ms: int | None = None
     """Event time: the period of Storm's periodic watermark; None (the default): the
     watermark moves after each batch of tuples that arrives."""
+    idle_timeout_ms: int | None = None
+    """Event time: how long the input may be quiet, while the window holds tuples, before
+    event time goes on with the clock; None (the default): the watermark waits for tuples."""
     late_tuple_stream: str | None = None
     message_id_field: str | None = None
     incremental: bool = False
@@ -76,6 +80,14 @@ class WindowSpec:
         """True when tuples carry their own timestamps (a field or an extractor)."""
         return self.timestamp_field is not None or self.timestamp_extractor is not None
 
+    @property
+    def watermark_tick_ms(self) -> int:
+        """Event time: the period of the watermark timer: the periodic watermark's interval
+        when one is set, else ``CLOSING_TICK_MS`` or the idle timeout, the shorter."""
+        if self.watermark_interval_ms is not None:
+            return self.watermark_interval_ms
+        return min(CLOSING_TICK_MS, self.idle_timeout_ms or CLOSING_TICK_MS)
+
     def check(self, name: str) -> None:
         """Raise ``TopologyError`` naming ``name`` for a configuration Storm rejects."""
         if self.length is None:
@@ -83,6 +95,9 @@ class WindowSpec:
                                 f"with_tumbling_window(...)")
         if self.late_tuple_stream is not None and not self.event_time:
             raise TopologyError(f"{name}: with_late_tuple_stream needs event time; call "
+                                f"with_timestamp_field(...) or with_timestamp_extractor(...)")
+        if self.idle_timeout_ms is not None and not self.event_time:
+            raise TopologyError(f"{name}: with_idle_timeout needs event time; call "
                                 f"with_timestamp_field(...) or with_timestamp_extractor(...)")
         if isinstance(self.slide, Duration) and self.slide.millis < 1:
             raise TopologyError(f"{name}: the slide duration must be at least 1 ms")

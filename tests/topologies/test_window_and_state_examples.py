@@ -41,7 +41,11 @@ def fast(conf: dict[str, Any], bootstrap: str, sentences: str, counts: str) -> C
     return out
 
 
-async def test_windowed_word_count_counts_each_window_by_event_time(kafka_broker: Any) -> None:
+async def test_windowed_word_count_counts_every_window_of_a_topic_written_once(
+        kafka_broker: Any) -> None:
+    """The input stops: once it has been quiet for window.idle.secs, event time goes on
+    with the clock, so every window holding a sentence is counted, the last ones too, and
+    every sentence is committed."""
     module = importlib.import_module("topologies.windowed_word_count")
     bootstrap = kafka_broker.bootstrap
     sentences, counts = unique("timed"), unique("wcounts")
@@ -50,25 +54,32 @@ async def test_windowed_word_count_counts_each_window_by_event_time(kafka_broker
     records = [(LINES[i % 3], BASE_MS + i * 500) for i in range(30)]  # 0 s .. 14.5 s
     await produce_timed(bootstrap, sentences, records)
     conf = fast(module.CONF, bootstrap, sentences, counts)
-    conf["window.watermark.interval.secs"] = 0.05
-    last_end = BASE_MS + 12_000  # watermark: 14.5 s - 2 s lag; ends are whole seconds
+    conf["window.length.secs"] = 4.0
+    last_end = BASE_MS + 18_000  # the last window holding 14.5 s: (14 s, 18 s]
     async with LocalCluster() as cluster:
         await cluster.submit_topology("windowed", conf, module.build(conf))
 
-        async def closed() -> bool:
-            got = await read_all(bootstrap, counts)
-            return any(orjson.loads(r.value)["end"] == last_end for r in got)
+        async def done() -> bool:
+            return (await committed(bootstrap, conf["kafka.group.id"], sentences)).get(0) == 30
 
-        await eventually(closed, 30, "the window ending at 12 s")
+        await eventually(done, 40, "every sentence committed")
         await cluster.kill_topology("windowed")
     out = [(r.key.decode(), orjson.loads(r.value)) for r in await read_all(bootstrap, counts)]
     ends = sorted({v["end"] for _, v in out})
     assert ends == list(range(BASE_MS, last_end + 1, 1000))
+    assert max(Counter((word, v["end"]) for word, v in out).values()) == 1  # each once
     for word, v in out:
-        assert v["end"] - v["start"] == 10_000
+        assert v["end"] - v["start"] == 4_000
         truth = sum(line.split().count(word) for line, ts in records
                     if v["start"] < ts <= v["end"])
         assert v["count"] == truth, (word, v)
+
+
+def test_windowed_word_count_moves_its_watermark_per_batch_unless_an_interval_is_set() -> None:
+    module = importlib.import_module("topologies.windowed_word_count")
+    assert module.window_bolt(module.CONF)._spec().watermark_interval_ms is None
+    periodic = module.window_bolt({**module.CONF, "window.watermark.interval.secs": 0.5})
+    assert periodic._spec().watermark_interval_ms == 500
 
 
 async def test_stateful_word_count_keeps_its_counts_across_kill_and_restart(

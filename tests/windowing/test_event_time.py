@@ -108,3 +108,14 @@ def test_event_time_count_window_counts_arrivals_up_to_the_watermark() -> None:
     d.watermark()  # 55: 2 (20), 3 (40) make the next pair; 4 (50) waits for its partner
     assert d.windows() == [[0, 1], [2, 3]]
     assert d.expired == [0, 1]
+
+
+def test_a_quiet_input_lets_event_time_go_on_with_the_clock() -> None:
+    gen = WatermarkGenerator(["a", "b"], lag_ms=2000)
+    assert gen.idle(5000) is None  # nothing seen: nothing to go on from
+    gen.track("a", 10_000)  # "b" never delivered: no watermark from advance()
+    assert gen.advance() is None
+    assert gen.idle(3000) == 11_000  # 10 s - 2 s lag + 3 s quiet
+    assert gen.idle(3000) is None  # it never goes back
+    assert gen.track("a", 11_500)  # stamped by a clock that went on: not late
+    assert gen.idle(15_000) == 24_500

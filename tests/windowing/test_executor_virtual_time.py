@@ -25,7 +25,7 @@ class Sum(BaseWindowedBolt):
         self.collector.emit([sum(t["n"] for t in window.get())])
 
 
-async def prepared(bolt: Sum) -> tuple[Any, Recorder, list[float]]:
+async def prepared(bolt: BaseWindowedBolt) -> tuple[Any, Recorder, list[float]]:
     """The executor for ``bolt`` with its clock in the test's hands (seconds)."""
     conf = {"topology.message.timeout.secs": 30, "topology.max.spout.pending": None}
     ex = windowed_executor("sum", bolt)

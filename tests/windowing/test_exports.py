@@ -19,6 +19,7 @@ def test_chained_configuration_returns_the_bolt() -> None:
     assert bolt.with_timestamp_extractor(lambda t: 0) is bolt
     assert bolt.with_lag(Duration(1)) is bolt
     assert bolt.with_watermark_interval(Duration(0.5)) is bolt
+    assert bolt.with_idle_timeout(Duration(2)) is bolt
     assert bolt.with_late_tuple_stream("late") is bolt
     params = inspect.signature(BaseWindowedBolt.with_window).parameters
     assert list(params) == ["self", "length", "slide"] and params["slide"].default is None

@@ -181,6 +181,15 @@ async def test_windows_longer_than_the_limits_are_refused_at_submit(
         assert cluster.topologies() == []
 
 
+def test_an_idle_timeout_without_event_time_is_refused() -> None:
+    window = SumWindow().with_window(Duration(1)).with_idle_timeout(Duration(2))
+    with pytest.raises(TopologyError, match=r"bolt 'window': with_idle_timeout needs event "
+                                            r"time; call with_timestamp_field"):
+        topology(window, FeederSpout(["n"]), CaptureBolt())
+    with pytest.raises(ValueError, match="with_idle_timeout takes at least 1 ms"):
+        SumWindow().with_idle_timeout(Duration(0))
+
+
 async def test_late_tuples_without_a_stream_are_logged_throttled(caplog: Any) -> None:
     caplog.set_level(logging.INFO, logger="engine.windowing")
     spout, sink = FeederSpout(["n", "ts"]), CaptureBolt()
