@@ -37,7 +37,7 @@ class PartitionMap(KeyValueState):
 
     def __init__(self, store: PartitionStore, namespace: str) -> None:
         # No super().__init__: the map comes from the partition store.
-        self.store = store  # type: ignore[assignment]
+        self.partition_store = store
         self.namespace = namespace
         self._changes: dict[Any, Any] = {}
         self._prepared_txid = None
@@ -52,7 +52,7 @@ class PartitionMap(KeyValueState):
     def reload(self, owed: dict[Any, Any]) -> None:
         """Forget what was not committed: the local state, with ``owed`` on top."""
         self._changes = {}
-        live = self._live = self.store.load(self.namespace)  # type: ignore[attr-defined]
+        live = self._live = self.partition_store.load(self.namespace)
         for key, value in owed.items():
             if value is DELETED:
                 live.pop(key, None)

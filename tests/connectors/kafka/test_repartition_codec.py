@@ -48,7 +48,7 @@ EXACT = [
 ]
 
 
-@pytest.mark.parametrize("value", EXACT, ids=repr)
+@pytest.mark.parametrize("value", EXACT, ids=lambda v: f"{type(v).__name__}")
 def test_each_carried_type_comes_back_as_it_went(value: Any) -> None:
     back = decode_row(encode_row(["k", value], ("k", "v")))
     assert shape(back) == shape(["k", value])
