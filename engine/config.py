@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -33,6 +34,8 @@ __all__ = [
     "TOPOLOGY_STATS_SAMPLE_RATE",
     "TOPOLOGY_TICK_TUPLE_FREQ_SECS",
     "TOPOLOGY_WORKERS",
+    "TOPOLOGY_WORKER_ID",
+    "WORKER_ID_VALID",
     "Config",
     "known_keys",
     "validate_config",
@@ -64,6 +67,10 @@ TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS = "topology.bolt.execute.timeout.secs"
 # Processes that run the topology together (one host or several); above 1, fields groupings
 # downstream of a shared spout cross processes through Kafka (engine/keyed).
 TOPOLOGY_WORKERS = "topology.workers"
+# This process's identity in its consumer groups: set, each Kafka consumer is a static member
+# (its id derived from this, the component and the task) and keeps its partitions through a
+# restart; None, a dynamic member. ``--workers N`` sets it in each worker.
+TOPOLOGY_WORKER_ID = "topology.worker.id"
 
 DEFAULTS: dict[str, Any] = {
     TOPOLOGY_MESSAGE_TIMEOUT_SECS: 30,
@@ -83,6 +90,7 @@ DEFAULTS: dict[str, Any] = {
     TOPOLOGY_NAME: None,
     TOPOLOGY_BOLT_EXECUTE_TIMEOUT_SECS: None,
     TOPOLOGY_WORKERS: 1,
+    TOPOLOGY_WORKER_ID: None,
 }
 
 _RESERVED_PREFIX = "topology."
@@ -121,6 +129,17 @@ def _positive_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
+_WORKER_ID = re.compile(r"[A-Za-z0-9._-]{1,100}")
+WORKER_ID_VALID = "a name of 1 to 100 letters, digits, '.', '_' or '-', or None"
+"""What ``topology.worker.id`` may be (the characters Kafka allows in a group instance id)."""
+
+
+def _worker_id(value: Any) -> bool:
+    if type(value) is int and value >= 0:  # ``--conf topology.worker.id=3`` parses as JSON
+        value = str(value)
+    return isinstance(value, str) and _WORKER_ID.fullmatch(value) is not None
+
+
 def _int_at_least(low: int) -> Callable[[Any], bool]:
     return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
 
@@ -150,6 +169,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
         lambda v: _positive_number(v) or (type(v) in (int, float) and v == 0),
         "a number of seconds >= 0 or None", True),
     TOPOLOGY_WORKERS: (_int_at_least(1), "an int >= 1", False),
+    TOPOLOGY_WORKER_ID: (_worker_id, WORKER_ID_VALID, True),
 }
 
 # Keys whose value is a bool; text and 0/1 are turned into one before the checks.

@@ -70,6 +70,7 @@ from connectors.kafka.spout_options import (
     consumer_config,
     producer_config,
 )
+from connectors.kafka.static_member import instance_id
 from connectors.kafka.throttle import DEFAULT_INTERVAL_SECS, LogThrottle, throttle_aiokafka
 from engine import Bolt, Spout
 
@@ -189,7 +190,8 @@ class KafkaSpout(Spout):
         self._producer: AIOKafkaProducer | None = None
         self._writer: FailedWriter | None = None
         self._consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap_servers,
-                                          group_id=self.group_id, **self.consumer_options)
+                                          group_id=self.group_id, **self.consumer_options,
+                                          group_instance_id=instance_id(conf, context))
         self._fetcher = Fetcher(
             self._consumer, self.decoder, self._undecodable, self._before_revoke,
             max_uncommitted=self.max_uncommitted_offsets, max_buffer=self.buffer_size,

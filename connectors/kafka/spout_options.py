@@ -30,6 +30,8 @@ _FORBIDDEN = {
     "enable_auto_commit": "the spout commits only what is done; auto commit would lose records",
     "key_deserializer": "use value_format; the spout decodes so bad records reach failed_topic",
     "value_deserializer": "use value_format; the spout decodes so bad records reach failed_topic",
+    "group_instance_id": "every task would share it and fence the others; set "
+                         "topology.worker.id and each task gets its own (docs/scaling.md)",
 }
 
 DEFAULT_FAILED_MAX_BYTES = 1_048_576 - 1024

@@ -3,7 +3,7 @@
     python -m engine run tests/connectors/kafka/relay_topology.py \\
         --conf kafka.bootstrap.servers=HOST:PORT --conf relay.source=IN --conf relay.sink=OUT \\
         --conf relay.group=G [--conf relay.delay.secs=0.002] [--conf relay.trace=FILE] \\
-        [--conf relay.keyed=true]
+        [--conf relay.keyed=true] [--conf relay.session.timeout.ms=2000]
 
 Each record's key and value are written unchanged to the sink, so a test can tell exactly
 which inputs reached the output and how often. With ``relay.keyed`` the relay takes its
@@ -32,6 +32,7 @@ CONF: dict[str, Any] = {
     "relay.delay.secs": 0.0,
     "relay.trace": "",
     "relay.keyed": False,
+    "relay.session.timeout.ms": 2000,
     "topology.max.spout.pending": 200,
     "topology.message.timeout.secs": 10,
 }
@@ -150,7 +151,8 @@ def build(conf: Config) -> Topology:
     spout_class, bolt_class = (TracedSpout, TracedBolt) if path else (KafkaSpout, KafkaBolt)
     spout = spout_class(str(conf["relay.source"]), bootstrap, str(conf["relay.group"]),
                         value_format="bytes", commit_interval_secs=0.2,
-                        session_timeout_ms=2000, heartbeat_interval_ms=250,
+                        session_timeout_ms=int(conf["relay.session.timeout.ms"]),
+                        heartbeat_interval_ms=250,
                         auto_offset_reset="earliest")
     builder = TopologyBuilder()
     builder.set_spout("source", spout)
