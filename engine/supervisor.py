@@ -12,7 +12,12 @@ plain ``python -m engine run FILE`` with the same options) and:
   ``STABLE_SECS``; every exit and restart is logged. A worker that ends by itself (status
   0: its topology finished, or ``--duration`` passed; 3: it finished with tuples not fully
   processed, which the supervisor's own status then says) is not restarted; one that reports
-  invalid input (status 2) stops them all: a restart would fail the same way;
+  invalid input (status 2) stops them all: a restart would fail the same way; so does one
+  that failed twice in a row the same way before its topology ran (the same problem line:
+  a module not installed, a bug in the topology file), with one line naming the problem;
+- gives each worker an identity, ``topology.worker.id`` (``ID-I`` for worker I, ID given
+  in the configuration or else ``<host>-<topology name>``): its Kafka consumers are static
+  members of their groups and keep their partitions through the worker's restart;
 - on SIGTERM or Ctrl-C asks every worker to drain (SIGTERM), waits for them, and kills
   those still running ``--drain-secs`` + ``KILL_GRACE`` seconds later;
 - reads each worker's status lines from its stderr pipe and prints one line with their
@@ -29,15 +34,18 @@ import logging
 import os
 import re
 import signal
+import socket
 import sys
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.config import TOPOLOGY_WORKERS
+from engine.config import TOPOLOGY_WORKER_ID, TOPOLOGY_WORKERS, validate_config
 from engine.run_outcome import EXIT_NOT_PROCESSED
+from engine.startup import READY, problem
 from engine.topology import Topology
 
-__all__ = ["RESTART_BACKOFF", "refusal", "supervise", "worker_argv"]
+__all__ = ["RESTART_BACKOFF", "refusal", "supervise", "worker_argv", "worker_ids"]
 
 log = logging.getLogger("engine.supervisor")
 
@@ -49,6 +57,8 @@ USAGE_STATUS = 2
 
 _FIGURE = re.compile(r"([a-z_/]+)=([0-9][0-9,]*(?:\.[0-9]+)?)")
 _SUMMED = ("emitted", "acked", "failed", "timeouts", "pending", "errors")
+_ILLEGAL = re.compile(r"[^A-Za-z0-9._-]")
+_TAIL = 40  # lines of a worker's output kept to name why it failed before running
 
 
 def refusal(topology: Topology, workers: int) -> str | None:
@@ -64,14 +74,28 @@ def refusal(topology: Topology, workers: int) -> str | None:
     return None
 
 
-def worker_argv(argv: list[str], index: int, workers: int | None = None) -> list[str]:
+def worker_argv(argv: list[str], index: int, workers: int | None = None,
+                worker_id: str | None = None) -> list[str]:
     """The command-line arguments of worker ``index``: ``argv`` without ``--workers``, an
     ``--http`` port moved up by ``index`` and, given ``workers``, ``topology.workers`` set to
-    it (last, so it wins over a ``--conf`` of the same key)."""
+    it, given ``worker_id``, ``topology.worker.id`` set to ``worker_id-index`` (last, so
+    they win over a ``--conf`` of the same key)."""
     out = _without_workers(argv, index)
     if workers is not None:
         out += ["--conf", f"{TOPOLOGY_WORKERS}={workers}"]
+    if worker_id is not None:
+        out += ["--conf", f"{TOPOLOGY_WORKER_ID}={worker_id}-{index}"]
     return out
+
+
+def worker_ids(configured: Any, name: str, workers: int) -> str:
+    """The identity the workers' ids derive from: ``configured`` (``topology.worker.id``)
+    or ``<host>-<name>``. Raises ``ConfigError`` (one line) if worker ``workers - 1``'s id
+    would not be a valid ``topology.worker.id``."""
+    base = str(configured) if configured is not None else _ILLEGAL.sub(
+        "_", f"{socket.gethostname()}-{name}")[:90]
+    validate_config({TOPOLOGY_WORKER_ID: f"{base}-{workers - 1}"}, f"--workers {workers}")
+    return base
 
 
 def _without_workers(argv: list[str], index: int) -> list[str]:
@@ -111,15 +135,19 @@ class _Worker:
     started: float = 0.0
     failures: int = 0
     figures: dict[str, float] = field(default_factory=dict)
+    ready: bool = False  # this run said its topology runs
+    tail: deque[str] = field(default_factory=lambda: deque(maxlen=_TAIL))
+    failed_start: str | None = None  # the problem of the last run, if it failed at start
 
 
 class Supervisor:
     """Runs and watches the workers of one topology (see the module docstring)."""
 
     def __init__(self, name: str, argv: list[str], workers: int, status_interval: float,
-                 drain_secs: float) -> None:
+                 drain_secs: float, worker_id: str | None = None) -> None:
         self.name = name
         self._argv = argv
+        self._worker_id = worker_id
         self._workers = [_Worker(i) for i in range(workers)]
         self._status_interval = status_interval
         self._drain_secs = drain_secs
@@ -127,7 +155,9 @@ class Supervisor:
         self._stop = asyncio.Event()
         self._usage_error = False
         self._ended = 0  # EXIT_NOT_PROCESSED once a worker ended with it
+        self._failed = 0  # a worker's status once it failed twice the same way at start
         self.restarts = 0
+        self._ready = f"{name}: {READY}"
 
     async def run(self) -> int:
         """Until every worker ended or a stop signal; returns the exit status."""
@@ -150,7 +180,7 @@ class Supervisor:
             with contextlib.suppress(asyncio.CancelledError):
                 await status
         print(self.status_line(), file=sys.stderr, flush=True)
-        return USAGE_STATUS if self._usage_error else self._ended
+        return USAGE_STATUS if self._usage_error else self._failed or self._ended
 
     async def _keep(self, worker: _Worker) -> None:
         loop = asyncio.get_running_loop()
@@ -167,6 +197,9 @@ class Supervisor:
                 self._usage_error = True
                 self._stop.set()
                 return
+            if self._failed_again(worker, code):
+                self._stop.set()
+                return
             if loop.time() - worker.started >= STABLE_SECS:
                 backoff = RESTART_BACKOFF
             worker.failures += 1
@@ -178,9 +211,26 @@ class Supervisor:
             if not self._stop.is_set():
                 self.restarts += 1
 
+    def _failed_again(self, worker: _Worker, code: int) -> bool:
+        """Whether ``worker`` ended before its topology ran, with a status (not a signal)
+        and the same problem line as its previous run did: a restart would fail the same
+        way. Logs the one line that says so."""
+        if worker.ready or code <= 0:
+            worker.failed_start = None
+            return False
+        failed, worker.failed_start = worker.failed_start, problem(worker.tail)
+        if failed is None or failed != worker.failed_start:
+            return False
+        log.error("worker %d failed twice the same way before its topology ran (%s): %s; "
+                  "stopping every worker", worker.index, _describe(code), failed)
+        self._failed = code
+        return True
+
     async def _run_once(self, worker: _Worker) -> int:
         env = {**os.environ, "STORMLOOP_WORKER_INDEX": str(worker.index)}
-        argv = worker_argv(self._argv, worker.index, len(self._workers))
+        argv = worker_argv(self._argv, worker.index, len(self._workers), self._worker_id)
+        worker.ready = False
+        worker.tail.clear()
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "engine", *argv,
             stdin=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env)
@@ -201,6 +251,9 @@ class Supervisor:
         if line.startswith(f"[{self.name} "):
             worker.figures = {k: float(v.replace(",", "")) for k, v in _FIGURE.findall(line)}
             return
+        if line == self._ready:
+            worker.ready = True
+        worker.tail.append(line)
         print(f"[worker {worker.index}] {line}", file=sys.stderr, flush=True)
 
     def totals(self) -> dict[str, float]:
@@ -251,14 +304,20 @@ def _describe(code: int) -> str:
     return f"status {code}"
 
 
-def supervise(args: Any, topology: Topology, argv: list[str]) -> int:
+def supervise(args: Any, topology: Topology, argv: list[str],
+              worker_id: Any = None) -> int:
     """Run ``args.workers`` workers of the topology file in ``argv``; the exit status.
+    ``worker_id`` is the configured ``topology.worker.id``, if any (see ``worker_ids``).
 
-    Raises ``ValueError`` with a one-line reason for a topology that cannot be shared.
+    Raises ``ValueError`` with a one-line reason for a topology that cannot be shared,
+    ``ConfigError`` for a ``worker_id`` that cannot name the workers.
     """
     reason = refusal(topology, args.workers)
     if reason is not None:
         raise ValueError(reason)
+    base = worker_ids(worker_id, args.name, args.workers)
+    log.info("worker ids (%s): %s-0 to %s-%d; their Kafka spouts are static members of "
+             "their consumer groups", TOPOLOGY_WORKER_ID, base, base, args.workers - 1)
     supervisor = Supervisor(args.name, argv, args.workers, args.status_interval,
-                            args.drain_secs)
+                            args.drain_secs, base)
     return asyncio.run(supervisor.run())

@@ -295,3 +295,22 @@ def test_checkpoint_tuples_do_not_count_as_emitted(tmp_path: Path) -> None:
                "--duration", "1")
     assert proc.returncode == 0, proc.stderr
     assert "emitted=10 acked=10 failed=0" in proc.stderr.strip().splitlines()[-1], proc.stderr
+
+
+def test_a_broker_unreachable_at_start_is_waited_for_not_invalid_input() -> None:
+    with socket.socket() as sock:  # a port nothing listens on: connections are refused
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    args = [sys.executable, "-m", "engine", "run", "topologies/kafka_word_count.py",
+            "--conf", f"kafka.bootstrap.servers=127.0.0.1:{port}"]
+    proc = subprocess.Popen(args, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = wait_for_line(proc.stderr, "; retrying quietly until it starts")
+        assert "KafkaConnectionError" in seen[-1], seen
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -1,4 +1,5 @@
-"""``python -m engine run FILE --workers N``: shared partitions, restarts, drain, refusal."""
+"""``python -m engine run FILE --workers N``: shared partitions, restarts, drain, refusal,
+worker ids, a broker unreachable at start, a failure at start that repeats."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.supervisor import worker_argv
+from engine.errors import ConfigError
+from engine.supervisor import worker_argv, worker_ids
 from tests.connectors.kafka.helpers import (
     committed,
     eventually,
@@ -21,6 +23,7 @@ from tests.connectors.kafka.helpers import (
     read_all,
     unique,
 )
+from tests.connectors.kafka.netfault import linked_broker
 
 REPO = Path(__file__).resolve().parents[2]
 RELAY = REPO / "tests" / "connectors" / "kafka" / "relay_topology.py"
@@ -160,3 +163,63 @@ def test_worker_arguments_drop_workers_and_move_the_http_port() -> None:
         "run", "t.py", "--http=9101"]
     assert worker_argv(["run", "t.py", "--http", "[::1]:0"], 1) == [
         "run", "t.py", "--http", "[::1]:0"]
+
+
+def test_worker_arguments_give_each_worker_its_id() -> None:
+    assert worker_argv(["run", "t.py"], 1, 2, "host-a") == [
+        "run", "t.py", "--conf", "topology.workers=2", "--conf", "topology.worker.id=host-a-1"]
+    assert worker_ids("host-a", "orders", 4) == "host-a"
+    assert worker_ids(None, "my orders", 2).endswith("-my_orders")  # host, then the name
+    with pytest.raises(ConfigError, match=r"^--workers 2: config 'topology.worker.id' must be"):
+        worker_ids("a b", "orders", 2)
+
+
+def test_a_worker_failing_twice_the_same_way_before_it_runs_stops_the_supervisor(
+        tmp_path: Path) -> None:
+    # The workers' repartition hop needs msgspec; this one is not installed.
+    (tmp_path / "msgspec.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'msgspec'\", name='msgspec')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(tmp_path), str(REPO)))}
+    conf = {"kafka.bootstrap.servers": "127.0.0.1:1", "relay.source": "in",
+            "relay.sink": "out", "relay.group": "g", "relay.keyed": "true"}
+    args = [sys.executable, "-m", "engine", "run", str(RELAY), "--workers", "2"]
+    for key, value in conf.items():
+        args += ["--conf", f"{key}={value}"]
+    proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    stops = [line for line in proc.stderr.splitlines() if "failed twice" in line]
+    assert len(stops) == 1, proc.stderr[-3000:]
+    assert re.fullmatch(
+        r"ERROR engine\.supervisor: worker [01] failed twice the same way before its topology "
+        r"ran \(status 1\): ModuleNotFoundError: No module named 'msgspec'; install it with "
+        r"pip install 'stormloop\[kafka\]'; stopping every worker", stops[0]), stops[0]
+    assert proc.stderr.count("started (pid") <= 4  # each worker ran twice at most
+
+
+async def test_workers_wait_for_a_broker_unreachable_at_start(supervised, tmp_path: Path) -> None:
+    async with linked_broker() as (link, broker):
+        bootstrap = f"127.0.0.1:{link.port}"
+        source, sink, group = unique("in"), unique("out"), unique("g")
+        await broker.create_topic(source, 2)
+        await broker.create_topic(sink, 2)
+        values = [b"v%d" % i for i in range(200)]
+        await produce(bootstrap, source, [(b"k%d" % i, v) for i, v in enumerate(values)])
+        link.refuse()
+        conf: dict[str, object] = {"kafka.bootstrap.servers": bootstrap,
+                                   "relay.source": source, "relay.sink": sink,
+                                   "relay.group": group}
+        sup = Supervised(tmp_path / "sup.log", 2, conf)
+        supervised.append(sup)
+
+        async def both_waiting() -> bool:
+            assert sup.proc.poll() is None, sup.text()[-3000:]
+            return sup.text().count("relay-topology: cannot start yet (") == 2
+
+        await eventually(both_waiting, 40, "both workers waiting for the broker")
+        link.heal()
+        await _all_out_and_committed({**conf, "relay.group": group}, values, sup, 60)
+        assert sup.stop() == 0
+    text = sup.text()
+    assert re.search(r"^\[worker 0\] INFO engine\.cli: relay-topology: started after "
+                     r"[0-9.]+ s \(\d+ failed attempts\)$", text, re.M), text[-3000:]
+    assert "restarting in" not in text  # waited, never exited
