@@ -12,6 +12,9 @@ brokers the fetches would go to; the answer's offsets are not used): every ``pro
 seconds while the broker answers, every look while it does not. Its error, or its silence
 for ``after`` seconds, is an outage; its answer ends one. A task with no partitions
 assigned has nothing to watch (the group coordinator's own errors are aiokafka's lines).
+While the task's group rebalances, its partitions are not fetched though the broker
+answers: the watch then probes them as it does paused ones, so only a probe's error or
+silence, a real outage, is reported.
 
 Every line goes through the task's ``Outage``: one WARNING when an outage starts, one INFO
 with its length when it ends.
@@ -68,12 +71,13 @@ class BrokerWatch:
         self._probe_since = 0.0
         self._next_probe = 0.0
 
-    def look(self, now: float, halted: bool) -> None:
-        """Compare the fetches with the last look; probe if nothing fetches."""
+    def look(self, now: float, halted: bool, rebalancing: bool = False) -> None:
+        """Compare the fetches with the last look; probe if nothing fetches (while the group
+        rebalances nothing is fetched, and that is no stall: ``rebalance.py``)."""
         consumer = self._consumer
         try:
             assigned = consumer.assignment()
-            fetching = assigned - consumer.paused()
+            fetching = set() if rebalancing else assigned - consumer.paused()
             polls = {tp: consumer.last_poll_timestamp(tp) for tp in assigned}
         except AssertionError:
             return  # a rebalance ran between the calls: look again next time

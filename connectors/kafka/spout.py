@@ -34,7 +34,9 @@ The failure path (``docs/kafka.md``):
   after one CRITICAL line; ``counters.halted`` and ``metrics()`` say why;
 - a broker outage or a stalled fetch (no answer for ``outage_after_secs``: a network
   blackhole) is one WARNING, its end one INFO with its length (``outage.py``), also while
-  every partition is paused (a probe then asks the broker, ``broker_watch.py``).
+  every partition is paused (a probe then asks the broker, ``broker_watch.py``);
+- a group rebalance is not an outage: its end is one INFO with its length and cause, one
+  running for ``outage_after_secs`` one WARNING (``rebalance.py``).
 
 Records live in the task's memory between fetch and done (retries are replayed from there,
 not re-fetched); ``max_uncommitted_offsets`` per partition bounds that.
@@ -62,6 +64,7 @@ from connectors.kafka.failed_writer import FailedWriter
 from connectors.kafka.fetcher import Fetcher, MsgId, Partition, Pending
 from connectors.kafka.kafka_errors import describe, is_outage
 from connectors.kafka.outage import Outage, servers_text
+from connectors.kafka.rebalance import RebalanceWatch
 from connectors.kafka.retry import RetryQueue
 from connectors.kafka.spout_options import (
     DEFAULT_FAILED_MAX_BYTES,
@@ -202,6 +205,8 @@ class KafkaSpout(Spout):
         self._fetcher.held_back = functools.partial(revocations.held_back, self.group_id)
         self._fetcher.on_assigned = functools.partial(revocations.assigned, self.group_id)
         revocations.track(self.group_id, self._fetcher.position)
+        self._rebalance = RebalanceWatch(self._fetcher.listener, self._consumer, who, log,
+                                         self.outage_after_secs, self._loop.time)
         try:
             await self._start_clients()
         except BaseException:
@@ -224,7 +229,7 @@ class KafkaSpout(Spout):
                 self._producer, self.failed_topic, max_bytes=self.failed_max_bytes,
                 on_unwritable=self.halt, outage=self._outage, throttle=self._throttle)
         await self._consumer.start()
-        self._consumer.subscribe(self.topics, listener=self._fetcher.listener)
+        self._consumer.subscribe(self.topics, listener=self._rebalance)
 
     def next_tuple(self) -> None:
         """Emit due retries, then buffered records; never waits on the broker."""
@@ -384,7 +389,8 @@ class KafkaSpout(Spout):
                 now = self._loop.time()
                 if self._breaker is not None:
                     self._breaker.tick(now)
-                watch.look(now, self._halted is not None)
+                watch.look(now, self._halted is not None, self._rebalance.since is not None)
+                self._rebalance.look(now)
                 if self._split is not None:
                     with contextlib.suppress(AssertionError):  # a rebalance is running
                         self._split.check(self._consumer)
