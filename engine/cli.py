@@ -27,6 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from engine import worker_lock
 from engine.cluster import LocalCluster
 from engine.config import TOPOLOGY_WORKER_ID, Config
 from engine.errors import ConfigError, TopologyError
@@ -359,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "workers", 1) != 1:
             return _supervise(args, topology, list(sys.argv[1:] if argv is None else argv),
                               conf.get(TOPOLOGY_WORKER_ID))
-        status = _loop_runner(_run(args, topology, conf))
+        with worker_lock.hold(args.name, conf.get(TOPOLOGY_WORKER_ID)):
+            status = _loop_runner(_run(args, topology, conf))
         _report(module, conf)
     except (UsageError, TopologyError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
