@@ -35,7 +35,6 @@ __all__ = [
     "TOPOLOGY_TICK_TUPLE_FREQ_SECS",
     "TOPOLOGY_WORKERS",
     "TOPOLOGY_WORKER_ID",
-    "WORKER_ID_VALID",
     "Config",
     "known_keys",
     "validate_config",
@@ -130,7 +129,7 @@ def _positive_number(value: Any) -> bool:
 
 
 _WORKER_ID = re.compile(r"[A-Za-z0-9._-]{1,100}")
-WORKER_ID_VALID = "a name of 1 to 100 letters, digits, '.', '_' or '-', or None"
+_WORKER_ID_VALID = "a name of 1 to 100 letters, digits, '.', '_' or '-', or None"
 """What ``topology.worker.id`` may be (the characters Kafka allows in a group instance id)."""
 
 
@@ -169,7 +168,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
         lambda v: _positive_number(v) or (type(v) in (int, float) and v == 0),
         "a number of seconds >= 0 or None", True),
     TOPOLOGY_WORKERS: (_int_at_least(1), "an int >= 1", False),
-    TOPOLOGY_WORKER_ID: (_worker_id, WORKER_ID_VALID, True),
+    TOPOLOGY_WORKER_ID: (_worker_id, _WORKER_ID_VALID, True),
 }
 
 # Keys whose value is a bool; text and 0/1 are turned into one before the checks.

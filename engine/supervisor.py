@@ -94,7 +94,11 @@ def worker_ids(configured: Any, name: str, workers: int) -> str:
     would not be a valid ``topology.worker.id``."""
     base = str(configured) if configured is not None else _ILLEGAL.sub(
         "_", f"{socket.gethostname()}-{name}")[:90]
-    validate_config({TOPOLOGY_WORKER_ID: f"{base}-{workers - 1}"}, f"--workers {workers}")
+    where = f"--workers {workers}"
+    if configured is not None:
+        validate_config({TOPOLOGY_WORKER_ID: configured}, where)
+    validate_config({TOPOLOGY_WORKER_ID: f"{base}-{workers - 1}"},
+                    f"{where}: the id of worker {workers - 1}")
     return base
 
 
