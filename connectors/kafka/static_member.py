@@ -14,13 +14,18 @@ spout (and the reader of a hop behind it) would carry the same id and fence the 
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from engine.config import TOPOLOGY_WORKER_ID
 
-__all__ = ["instance_id"]
+__all__ = ["SHORT_SESSION_MS", "instance_id", "warn_short_session"]
+
+SHORT_SESSION_MS = 6000
+"""Below this a static member's session rarely outlasts a restart of its process (and a
+Kafka broker refuses it by default: ``group.min.session.timeout.ms``)."""
 
 _ILLEGAL = re.compile(r"[^A-Za-z0-9._-]")
 _MAX_LENGTH = 249  # Kafka's limit on a group instance id
@@ -41,3 +46,21 @@ def instance_id(conf: Mapping[str, Any], context: Any) -> str | None:
     room = _MAX_LENGTH - len(worker) - len(index) - 2
     component = _ILLEGAL.sub("_", str(context.component_id))[:room]
     return f"{worker}-{component}-{index}"
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def warn_short_session(options: Mapping[str, Any], group: str, component: str,
+                       log: logging.Logger) -> None:
+    """One WARNING per group and component in this process when a static member's
+    ``session_timeout_ms`` is under ``SHORT_SESSION_MS``: the group would drop the member
+    during a restart and rebalance all the same."""
+    session = options.get("session_timeout_ms", 10_000)
+    if session >= SHORT_SESSION_MS or (group, component) in _warned:
+        return
+    _warned.add((group, component))
+    log.warning("KafkaSpout %r: session_timeout_ms=%s is shorter than a restart of this "
+                "process takes: its group drops the static member meanwhile and rebalances "
+                "all the same (a broker may keep rebalancing); use %d or more "
+                "(docs/scaling.md)", component, session, SHORT_SESSION_MS)

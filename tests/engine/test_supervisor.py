@@ -118,6 +118,8 @@ async def test_a_sigkilled_worker_is_restarted_and_nothing_is_lost(
         kafka_broker, supervised, tmp_path: Path) -> None:
     conf, values = await _setup(kafka_broker, 3000)
     conf["relay.delay.secs"] = 0.003  # slow enough to kill it mid-stream
+    # The workers are static members: their session must outlast a restart (docs/scaling.md).
+    conf["relay.session.timeout.ms"] = 10_000
     sup = Supervised(tmp_path / "sup.log", 2, conf)
     supervised.append(sup)
     bootstrap = str(conf["kafka.bootstrap.servers"])

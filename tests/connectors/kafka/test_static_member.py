@@ -3,13 +3,14 @@ without one; a group_instance_id of the user's is refused; a hop's reader gets i
 
 from __future__ import annotations
 
+import logging
 from types import SimpleNamespace
 
 import pytest
 
 from connectors.kafka import KafkaSpout
 from connectors.kafka.repartition import hop
-from connectors.kafka.static_member import instance_id
+from connectors.kafka.static_member import instance_id, warn_short_session
 from engine.config import TOPOLOGY_WORKER_ID, validate_config
 from engine.errors import ConfigError
 from engine.keyed import reader_id
@@ -58,3 +59,17 @@ def test_a_hop_reader_carries_no_instance_id_of_its_upstream() -> None:
     _, reader = hop(upstream, "count", ("word",), ("word",))
     assert "group_instance_id" not in reader.consumer_options
     assert "group_instance_id" not in upstream.consumer_options
+
+
+def test_a_static_member_whose_session_cannot_outlast_a_restart_is_warned_once(
+        caplog) -> None:
+    log = logging.getLogger("t")
+    with caplog.at_level(logging.WARNING, logger="t"):
+        for _ in range(3):  # every task of the component
+            warn_short_session({"session_timeout_ms": 2000}, "g-short", "kafka", log)
+        warn_short_session({"session_timeout_ms": 30_000}, "g-short", "other", log)
+        warn_short_session({}, "g-short", "default", log)  # aiokafka's 10 s
+    assert [r.getMessage() for r in caplog.records] == [
+        "KafkaSpout 'kafka': session_timeout_ms=2000 is shorter than a restart of this "
+        "process takes: its group drops the static member meanwhile and rebalances all the "
+        "same (a broker may keep rebalancing); use 6000 or more (docs/scaling.md)"]
