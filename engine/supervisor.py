@@ -321,7 +321,8 @@ def supervise(args: Any, topology: Topology, argv: list[str],
         raise ValueError(reason)
     base = worker_ids(worker_id, args.name, args.workers)
     log.info("worker ids (%s): %s-0 to %s-%d; their Kafka spouts are static members of "
-             "their consumer groups", TOPOLOGY_WORKER_ID, base, base, args.workers - 1)
+             "their consumer groups (with a session of 6 s or more)", TOPOLOGY_WORKER_ID,
+             base, base, args.workers - 1)
     supervisor = Supervisor(args.name, argv, args.workers, args.status_interval,
                             args.drain_secs, base)
     return asyncio.run(supervisor.run())

@@ -73,7 +73,7 @@ from connectors.kafka.spout_options import (
     consumer_config,
     producer_config,
 )
-from connectors.kafka.static_member import instance_id, warn_short_session
+from connectors.kafka.static_member import instance_id
 from connectors.kafka.throttle import DEFAULT_INTERVAL_SECS, LogThrottle, throttle_aiokafka
 from engine import Bolt, Spout
 
@@ -192,9 +192,7 @@ class KafkaSpout(Spout):
         self._tasks: list[asyncio.Task[None]] = []
         self._producer: AIOKafkaProducer | None = None
         self._writer: FailedWriter | None = None
-        static_id = instance_id(conf, context)
-        if static_id is not None:
-            warn_short_session(self.consumer_options, self.group_id, self._component, log)
+        static_id = instance_id(conf, context, self.consumer_options, log)
         self._consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap_servers,
                                           group_id=self.group_id, **self.consumer_options,
                                           group_instance_id=static_id)

@@ -21,26 +21,31 @@ from typing import Any
 
 from engine.config import TOPOLOGY_WORKER_ID
 
-__all__ = ["SHORT_SESSION_MS", "instance_id", "warn_short_session"]
+__all__ = ["SHORT_SESSION_MS", "instance_id"]
 
 SHORT_SESSION_MS = 6000
-"""Below this a static member's session rarely outlasts a restart of its process (and a
-Kafka broker refuses it by default: ``group.min.session.timeout.ms``)."""
+"""The shortest session a static member gets: below it the session rarely outlasts a restart
+of the process, so the group drops the member and rebalances all the same (a Kafka broker
+refuses such a session by default, ``group.min.session.timeout.ms``; the test broker kept
+rebalancing its static members every few seconds with 2 s sessions)."""
 
 _ILLEGAL = re.compile(r"[^A-Za-z0-9._-]")
 _MAX_LENGTH = 249  # Kafka's limit on a group instance id
 
 
-def instance_id(conf: Mapping[str, Any], context: Any) -> str | None:
-    """The static member id of the consumer of spout task ``context`` in a process whose
-    configuration is ``conf``, or None (a dynamic member) without ``topology.worker.id``.
+def instance_id(conf: Mapping[str, Any], context: Any, options: Mapping[str, Any],
+                log: logging.Logger | None = None) -> str | None:
+    """The static member id of the consumer of spout task ``context`` (consumer options
+    ``options``) in a process whose configuration is ``conf``, or None: a dynamic member,
+    without ``topology.worker.id`` or with a ``session_timeout_ms`` under
+    ``SHORT_SESSION_MS`` (said once per component, as a WARNING to ``log``).
 
     ``<worker id>-<component id>-<task index>``, the component id with every character
     Kafka does not allow in an instance id replaced by ``_`` and cut where the whole would
     pass Kafka's 249 characters.
     """
     worker = conf.get(TOPOLOGY_WORKER_ID)
-    if worker is None:
+    if worker is None or _short_session(options, context, log):
         return None
     worker, index = str(worker), str(context.task_index)
     room = _MAX_LENGTH - len(worker) - len(index) - 2
@@ -48,19 +53,19 @@ def instance_id(conf: Mapping[str, Any], context: Any) -> str | None:
     return f"{worker}-{component}-{index}"
 
 
-_warned: set[tuple[str, str]] = set()
+_warned: set[str] = set()  # components told so in this process
 
 
-def warn_short_session(options: Mapping[str, Any], group: str, component: str,
-                       log: logging.Logger) -> None:
-    """One WARNING per group and component in this process when a static member's
-    ``session_timeout_ms`` is under ``SHORT_SESSION_MS``: the group would drop the member
-    during a restart and rebalance all the same."""
+def _short_session(options: Mapping[str, Any], context: Any,
+                   log: logging.Logger | None) -> bool:
     session = options.get("session_timeout_ms", 10_000)
-    if session >= SHORT_SESSION_MS or (group, component) in _warned:
-        return
-    _warned.add((group, component))
-    log.warning("KafkaSpout %r: session_timeout_ms=%s is shorter than a restart of this "
-                "process takes: its group drops the static member meanwhile and rebalances "
-                "all the same (a broker may keep rebalancing); use %d or more "
-                "(docs/scaling.md)", component, session, SHORT_SESSION_MS)
+    if session >= SHORT_SESSION_MS:
+        return False
+    component = str(context.component_id)
+    if log is not None and component not in _warned:
+        _warned.add(component)
+        log.warning("KafkaSpout %r: session_timeout_ms=%s cannot outlast a restart of this "
+                    "process, so its consumers stay dynamic members of their group (a "
+                    "restart is a rebalance); give it %d or more for static membership "
+                    "(docs/scaling.md)", context.component_id, session, SHORT_SESSION_MS)
+    return True
