@@ -172,9 +172,8 @@ async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> in
                 line = _status(name, cluster.stats(name), spout_ids, last)
                 print(line, file=sys.stderr, flush=True)
                 next_status = now + args.status_interval
-            if args.duration is not None and now - started >= args.duration:
-                break
-            if cluster.finished(name):
+            if cluster.finished(name) or (args.duration is not None
+                                          and now - started >= args.duration):
                 break
         final = await cluster.kill_topology(name, wait_secs=args.drain_secs)
         print(_status(name, final, spout_ids, last), file=sys.stderr, flush=True)
