@@ -38,6 +38,10 @@ The failure path (``docs/kafka.md``):
 - a group rebalance is not an outage: its end is one INFO with its length and cause, one
   running for ``outage_after_secs`` one WARNING (``rebalance.py``).
 
+With ``topology.worker.id`` set (``--workers`` sets it), each task's consumer is a static
+member of the group, its id from the worker, the component and the task, so that a
+restarted process takes its own partitions back (``static_member.py``).
+
 Records live in the task's memory between fetch and done (retries are replayed from there,
 not re-fetched); ``max_uncommitted_offsets`` per partition bounds that.
 """
