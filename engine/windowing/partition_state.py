@@ -36,7 +36,6 @@ class UserState(KeyValueState):
     def __init__(self, state: KeyValueState, sources: Iterable[tuple[Any, ...]]) -> None:
         # No super().__init__: a view over ``state``, which it loads and commits.
         self.state = state
-        self.store = state.store
         self.namespace = state.namespace
         self._reserved = [(WINDOW_KEY, *key) for key in sources]
 
