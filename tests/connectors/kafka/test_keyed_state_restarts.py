@@ -231,3 +231,52 @@ async def test_a_standby_copy_makes_a_failover_read_only_the_last_records(
     assert "taking over its standby copy" in b.text(), b.text()[-3000:]
     truth = Counter(word for line in lines for word in line.split())
     await counts_not_under(bootstrap, counts, truth)
+
+
+async def test_a_join_and_a_leave_restore_nothing_for_partitions_that_stay(
+        kafka_broker, runs, tmp_path: Path) -> None:
+    """Host A holds both partitions of a state seeded with 20,000 keys each; B joins, then
+    leaves. The partition A keeps through the join is read again from where A stood (no
+    record), and at the leave A reads of the partition it gets back only what B wrote."""
+    bootstrap = kafka_broker.bootstrap
+    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
+    await kafka_broker.create_topic(sentences, 2)
+    await kafka_broker.create_topic(counts, 2)
+    await seed(kafka_broker, group, sentences)
+    hop = topic_name(group, "count")
+    conf = word_count_conf(bootstrap, sentences, counts, group,
+                           **{"topology.state.checkpoint.interval.ms": 200,
+                              "topology.workers": 2})
+    a = Run(tmp_path / "a.log", {**conf, "topology.state.dir": tmp_path / "a"}, file=STATEFUL)
+    runs.append(a)
+    await wait_split([a], [sentences, hop], 1, 2)
+    lines = sentences_of(1000)
+    await produce(bootstrap, sentences, [(None, line.encode()) for line in lines])
+    await eventually(lambda: committed_to_end(bootstrap, group, [sentences, hop]), 90,
+                     "host A to count everything")
+    alone = len(restores(a))
+    b = Run(tmp_path / "b.log", {**conf, "topology.state.dir": tmp_path / "b"}, file=STATEFUL)
+    runs.append(b)
+    await wait_split([a, b], [sentences, hop], 2, 2)
+    more = sentences_of(1000, seed=3)
+    await produce(bootstrap, sentences, [(None, line.encode()) for line in more])
+    await eventually(lambda: committed_to_end(bootstrap, group, [sentences, hop]), 90,
+                     "both hosts to count everything")
+    await eventually(lambda: asyncio.sleep(0, len(restores(a)) > alone), 60,
+                     "host A to restore what it kept")
+    joined = restores(a)[alone:]
+    assert joined and all(n == 0 and how == "delta" for n, how in joined), joined
+    assert b.stop() == 0, b.text()[-3000:]
+    await wait_split([a], [sentences, hop], 1, 2)
+
+    async def restored_again() -> bool:
+        return len(restores(a)) >= alone + len(joined) + 2
+
+    await eventually(restored_again, 60, "host A to restore both partitions again")
+    left = restores(a)[alone + len(joined):]
+    assert left and all(how == "delta" for _, how in left), left
+    assert sum(n for n, _ in left) < 2_000, left  # what B wrote, not the 20,000 keys
+    lines += more
+    assert a.stop() == 0, a.text()[-3000:]
+    truth = Counter(word for line in lines for word in line.split())
+    await counts_not_under(bootstrap, counts, truth)
