@@ -79,14 +79,18 @@ const failing = (v, r) => r.failedRatio >= state.alarm ? 'bad' : (v ? 'warn' : '
 const perSec = key => [key, key.replace('PerSec', '').replace(/^./, c => c.toUpperCase()) +
   '/s', null, rate];
 function header(t){
-  const pending = t.spoutPending === null || t.spoutPending === undefined ? t.pending :
-    t.spoutPending;
+  // The input, then each stage behind a repartition hop, as the runner's status line.
+  const stages = t.stages || [];
+  const stage = s => rate(s.ackedPerSec) + ' acked · pending ' + fmt(s.pending);
+  const text = stages.length > 1 ? stages.map(s => s.stage + ': ' + stage(s)).join(' | ') :
+    (stages.length ? stage(stages[0]) : '');
   $('uptime').textContent = 'up ' + duration(t.uptimeSeconds) + ' · ' + t.status + ' · ' +
-    rate(t.rates.ackedPerSec) + ' acked · pending ' + fmt(pending);
-  $('uptime').title = 'pending: trees the spouts wait on (the Pending column of Spouts, ' +
-    'summed). The ackers track ' + fmt(t.pending) + ' now: a tree reaches its acker just ' +
-    'after its emit and leaves it just before its spout hears, so the two differ by ' +
-    'the trees in between.';
+    text;
+  $('uptime').title = 'pending: trees the input spouts wait on (their Pending column ' +
+    'summed)' + (stages.length > 1 ? '; behind a hop, the trees its reader spout ' +
+    'started, which complete after the input\'s' : '') + '. The ackers track ' +
+    fmt(t.pending) + ' now: a tree reaches its acker just after its emit and leaves it ' +
+    'just before its spout hears, so the two differ by the trees in between.';
   const r = t.rates;
   $('rates').textContent = r.windowSecs === null ? 'rates: after the first second' :
     'now (last ' + Math.round(r.windowSecs) + ' s): ' + rate(r.emittedPerSec) +
