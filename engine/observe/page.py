@@ -26,8 +26,9 @@ main{padding:12px 20px}section{background:#fff;border:1px solid #dadce0;border-r
  padding:10px 14px;margin-bottom:14px;overflow-x:auto}
 h2{font-size:15px;margin:4px 0 8px}
 table{border-collapse:collapse;font-size:13px;width:100%}
-th,td{padding:4px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
+th,td{padding:4px 6px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}
+td:first-child{white-space:normal;overflow-wrap:anywhere;min-width:7em}
 th{background:#f1f3f4;font-weight:600;white-space:normal;vertical-align:bottom}
 td.err{color:#c5221f;text-align:left;white-space:normal}
 td.same{color:#5f6368;font-style:italic;text-align:left}

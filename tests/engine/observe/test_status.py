@@ -3,8 +3,6 @@ behind a repartition hop, whose trees complete after the input's."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from types import MappingProxyType
 from typing import Any
 
 from engine import Config, LocalCluster, Topology, TopologyBuilder
@@ -15,8 +13,7 @@ from engine.observe.status import hop_part, parse_figures
 from engine.observe.windows import ALL_TIME, WINDOWS, Delta
 from engine.supervisor import Supervisor, _Worker
 from engine.testing import FeederSpout, wait_until
-from engine.topology import ComponentDef
-from tests.engine.observe.helpers import Judge
+from tests.engine.observe.helpers import Judge, with_engine_ids
 
 
 def hopped(words: FeederSpout, readers: FeederSpout) -> Topology:
@@ -27,14 +24,8 @@ def hopped(words: FeederSpout, readers: FeederSpout) -> Topology:
     b.set_spout("reader", readers)
     b.set_bolt("count", Judge()).shuffle_grouping("reader")
     b.set_bolt("writer", Judge()).shuffle_grouping("words")
-    names = {"reader": reader_id("count"), "writer": writer_id("count")}  # the engine's ids
-
-    def renamed(d: ComponentDef) -> ComponentDef:
-        inputs = tuple(replace(s, source=names.get(s.source, s.source)) for s in d.inputs)
-        return replace(d, id=names.get(d.id, d.id), inputs=inputs)
-
-    return Topology(MappingProxyType({names.get(cid, cid): renamed(d)
-                                      for cid, d in b.create_topology().components.items()}))
+    return with_engine_ids(b.create_topology(), {"reader": reader_id("count"),
+                                                 "writer": writer_id("count")})
 
 
 async def _hop_half_done() -> dict[str, Any]:
