@@ -32,7 +32,7 @@ from engine.cluster import LocalCluster
 from engine.config import TOPOLOGY_WORKER_ID, Config
 from engine.errors import ConfigError, TopologyError
 from engine.gc_tuning import tune_gc
-from engine.observe.reasons import fails_by_reason
+from engine.observe.status import status_line
 from engine.observe.svg import render_svg
 from engine.run_outcome import judged_spouts, user_spouts, verdict
 from engine.startup import EXTRAS, READY, install_hint
@@ -114,34 +114,11 @@ def _load_topology(path: str, overrides: dict[str, Any]
     return module, topology, conf
 
 
-def _fig(value: Any, unit: str = "") -> str:
-    """A figure for the status line: ``-`` when unknown."""
-    return "-" if value is None else f"{value}{unit}"
-
-
 def _status(name: str, stats: dict[str, Any], spout_ids: set[str],
             last: dict[str, float]) -> str:
-    """One status line: totals since the start, the ack rate since the previous line."""
-    spouts = {cid: c for cid, c in stats["components"].items() if cid in spout_ids}
-    emitted = sum(c["emitted"] for c in spouts.values())
-    acked = sum(c["acked"] for c in spouts.values())
-    reasons = [fails_by_reason(stats, cid) for cid in spouts]
-    timeouts = sum(r["timeout"] for r in reasons)
-    failed = sum(r["explicit"] + r["error"] for r in reasons)
-    errors = sum(c["errors"] for cid, c in stats["components"].items())
-    now = asyncio.get_running_loop().time()
-    rate = (acked - last["acked"]) / max(now - last["t"], 1e-9)
-    last["acked"], last["t"] = acked, now
-    lat = stats["complete_latency_ms"]
-    records = [m["failed_topic_records"] for tasks in stats.get("metrics", {}).values()
-               for m in tasks.values() if isinstance(m.get("failed_topic_records"), int)]
-    to_failed_topic = f" failed-topic={sum(records)}" if records else ""
-    stuck = ",".join(f"{s['component']}:{s['state']}" for s in stats.get("stalled", ()))
-    return (f"[{name} {stats['uptime_secs']:.0f}s] emitted={emitted} acked={acked} "
-            f"failed={failed} timeouts={timeouts}{to_failed_topic} "
-            f"pending={stats['spout_pending']} errors={errors} "
-            f"acked/s={rate:,.0f} latency p50={_fig(lat['p50'], 'ms')} "
-            f"p99={_fig(lat['p99'], 'ms')}{f' stalled={stuck}' if stuck else ''}")
+    """One status line (``engine.observe.status``): totals since the start, the ack rates
+    since the previous line."""
+    return status_line(name, stats, spout_ids, last, asyncio.get_running_loop().time())
 
 
 async def _run(args: argparse.Namespace, topology: Topology, conf: Config) -> int:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import TOPOLOGY_WORKER_ID, TOPOLOGY_WORKERS, validate_config
+from engine.observe.status import hop_part, parse_figures
 from engine.run_outcome import EXIT_NOT_PROCESSED
 from engine.startup import READY, problem
 from engine.topology import Topology
@@ -55,7 +56,6 @@ STABLE_SECS = 60.0
 KILL_GRACE = 10.0
 USAGE_STATUS = 2
 
-_FIGURE = re.compile(r"([a-z_/]+)=([0-9][0-9,]*(?:\.[0-9]+)?)")
 _SUMMED = ("emitted", "acked", "failed", "timeouts", "pending", "errors")
 _ILLEGAL = re.compile(r"[^A-Za-z0-9._-]")
 _TAIL = 40  # lines of a worker's output kept to name why it failed before running
@@ -244,16 +244,16 @@ class Supervisor:
         async for raw in proc.stderr:
             self._line(worker, raw.decode(errors="replace").rstrip("\n"))
         code = await proc.wait()
-        for key in _SUMMED:
-            if key != "pending":
-                self._retired[key] += worker.figures.get(key, 0.0)
+        for key, value in worker.figures.items():
+            if _kept(key):
+                self._retired[key] = self._retired.get(key, 0.0) + value
         worker.figures = {}
         worker.proc = None
         return code
 
     def _line(self, worker: _Worker, line: str) -> None:
         if line.startswith(f"[{self.name} "):
-            worker.figures = {k: float(v.replace(",", "")) for k, v in _FIGURE.findall(line)}
+            worker.figures = parse_figures(line)
             return
         if line == self._ready:
             worker.ready = True
@@ -265,18 +265,21 @@ class Supervisor:
         total = dict(self._retired)
         total["acked/s"] = 0.0
         for worker in self._workers:
-            for key in (*_SUMMED, "acked/s"):
-                total[key] += worker.figures.get(key, 0.0)
+            for key, value in worker.figures.items():
+                if key in total or key.startswith("hop:"):
+                    total[key] = total.get(key, 0.0) + value
         return total
 
     def status_line(self) -> str:
         """The supervisor's status line: the workers' figures summed."""
         t = self.totals()
         alive = sum(1 for w in self._workers if w.proc is not None)
+        hops = hop_part(t)
         return (f"[{self.name} workers={alive}/{len(self._workers)} restarts={self.restarts}] "
-                f"emitted={t['emitted']:.0f} acked={t['acked']:.0f} failed={t['failed']:.0f} "
+                f"{'input: ' if hops else ''}emitted={t['emitted']:.0f} "
+                f"acked={t['acked']:.0f} failed={t['failed']:.0f} "
                 f"timeouts={t['timeouts']:.0f} pending={t['pending']:.0f} errors={t['errors']:.0f} "
-                f"acked/s={t['acked/s']:,.0f}")
+                f"acked/s={t['acked/s']:,.0f}{hops}")
 
     async def _report(self) -> None:
         while True:
@@ -299,6 +302,13 @@ class Supervisor:
                     proc.kill()
         if late:
             await asyncio.wait(late)
+
+
+def _kept(key: str) -> bool:
+    """Whether an exited worker's figure still counts: its totals, not what was pending or
+    its rates."""
+    name = key.partition("/")[2] if key.startswith("hop:") else key
+    return name in _SUMMED and name != "pending"
 
 
 def _describe(code: int) -> str:

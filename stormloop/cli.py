@@ -5,6 +5,7 @@
     stormloop replay [...]          the Spark replay job (``scripts/replay_failed.py``)
     stormloop broker [--port N]     a Kafka-protocol broker in memory, for the examples
     stormloop produce / consume     put lines on a topic, print a topic's records
+    stormloop topics / groups       create, list, describe topics; a group's lag
     stormloop doctor, --version     the build installed (compiled or plain), the extras
 
 Works from any directory: the command imports the installed library, never a module of
@@ -35,6 +36,10 @@ commands:
   broker [--port N]    start a Kafka-protocol test broker on 127.0.0.1 (default port 9092)
   produce TOPIC [...]  write lines from stdin (or --from FILE) to a topic as records
   consume TOPIC [...]  print a topic's records, one per line
+  topics create NAME --partitions N [--config K=V ...]
+                       create a topic (also: topics list, topics describe NAME)
+  groups describe GROUP --topic TOPIC
+                       a consumer group's committed offsets and lag per partition
   doctor               the build installed (compiled or plain, and why), extras, Java
 
 options:
@@ -155,6 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from stormloop import kafka_tools
 
         return kafka_tools.produce(rest) if command == "produce" else kafka_tools.consume(rest)
+    if command in ("topics", "groups"):
+        from stormloop import kafka_admin
+
+        return kafka_admin.topics(rest) if command == "topics" else kafka_admin.groups(rest)
     if command.startswith("-"):
         print(f"stormloop: unknown option {command!r}\n{USAGE}", end="", file=sys.stderr)
         return 2

@@ -182,6 +182,8 @@ class RepartitionSpout(KafkaSpout):
     """Reads the repartition topic in the upstream spout's group, with its options; emits
     the written tuples' values as ``fields`` on the default stream."""
 
+    checks_input = False  # its topic is the engine's, empty until the writer writes
+
     def __init__(self, topic: str, upstream: KafkaSpout, fields: Sequence[str]) -> None:
         self.__dict__.update(upstream.__dict__)
         self.input_topics = list(upstream.topics)

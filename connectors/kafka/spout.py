@@ -32,6 +32,8 @@ The failure path (``docs/kafka.md``):
 - with ``dead_letter_limit`` (``breaker.py``) the spout halts once too many records are
   given up: halted, it emits nothing, pauses every partition and commits nothing more,
   after one CRITICAL line; ``counters.halted`` and ``metrics()`` say why;
+- at start, an input topic that did not exist (a broker that creates topics on use made
+  it, empty) or that holds no record is one WARNING line (``input_check.py``);
 - a broker outage or a stalled fetch (no answer for ``outage_after_secs``: a network
   blackhole) is one WARNING, its end one INFO with its length (``outage.py``), also while
   every partition is paused (a probe then asks the broker, ``broker_watch.py``);
@@ -57,7 +59,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from connectors.kafka import client_options, revocations
+from connectors.kafka import client_options, input_check, revocations
 from connectors.kafka.alone import SplitWatch
 from connectors.kafka.breaker import DeadLetterBreaker, DeadLetterLimit
 from connectors.kafka.broker_watch import BrokerWatch
@@ -114,6 +116,10 @@ class KafkaSpout(Spout):
 
     shared_across_processes = True
     """Engine processes running it split the partitions through the consumer group."""
+
+    checks_input = True
+    """At start, say in one WARNING line if an input topic did not exist or holds no record
+    (``input_check.py``); off for the engine's own topics, empty at first by design."""
 
     keyed_downstream = False
     """Set by the engine when a fields grouping downstream stays in process
@@ -224,6 +230,11 @@ class KafkaSpout(Spout):
                                                    name=f"kafka-failed-{context.task_id}"))
         self._tasks.append(asyncio.create_task(self._watch(),
                                                name=f"kafka-watch-{context.task_id}"))
+        if self._input_missing is not None:  # first task of this group and topics here
+            self._tasks.append(asyncio.create_task(input_check.warn_if_idle(
+                self._consumer, f"KafkaSpout {self._component!r}", self.topics,
+                self._input_missing, self.bootstrap_servers, self.consumer_options),
+                name=f"kafka-input-check-{context.task_id}"))
 
     async def _start_clients(self) -> None:
         if self.failed_topic is not None:
@@ -234,6 +245,8 @@ class KafkaSpout(Spout):
                 self._producer, self.failed_topic, max_bytes=self.failed_max_bytes,
                 on_unwritable=self.halt, outage=self._outage, throttle=self._throttle)
         await self._consumer.start()
+        self._input_missing = (await input_check.missing_before(
+            self._consumer, self.group_id, self.topics) if self.checks_input else None)
         self._consumer.subscribe(self.topics, listener=self._rebalance)
 
     def next_tuple(self) -> None:

@@ -6,7 +6,9 @@ the busiest executor of the component. ``timedOut``, ``pending`` and ``inFlightL
 are this engine's own additions, and so are the rates per second over the last minute
 (``emittedPerSec``, ``ackedPerSec``, ``failedPerSec``, bolts' ``executedPerSec``; the
 topology's ``rates``), ``failedRatio`` (failed / (acked + failed) in the window),
-``spoutPending`` and ``sameAsAllTime`` on a window row while uptime is shorter than it.
+``spoutPending``, ``sameAsAllTime`` on a window row while uptime is shorter than it, and
+``stages``: the input's spouts, then those behind each repartition hop, with their
+all-time counts, trees pending and acks per second (as the runner's status line has them).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.observe.reasons import fails_by_reason
+from engine.observe.status import stages
 from engine.observe.windows import ALL_TIME, RATE_WINDOW, WINDOWS, Delta, window_label
 
 __all__ = ["bolt_json", "bolt_times", "component_json", "flatten", "spout_json",
@@ -171,6 +174,21 @@ def _topology_rates(stats: Mapping[str, Any], rate: Delta | None) -> dict[str, A
     return out
 
 
+def _stages(stats: Mapping[str, Any], rate: Delta | None) -> list[dict[str, Any]]:
+    """The input, then each stage behind a hop (``engine.observe.status.stages``)."""
+    comps = stats["components"]
+    out = []
+    for stage in stages(comps):
+        rates = [rate.per_sec(f"{cid}/acked") for cid in stage.spouts] if rate else [None]
+        out.append({"stage": stage.label, "bolt": stage.bolt, "spouts": list(stage.spouts),
+                    "emitted": sum(comps[cid]["emitted"] for cid in stage.spouts),
+                    "acked": sum(comps[cid]["acked"] for cid in stage.spouts),
+                    "pending": sum(comps[cid].get("pending", 0) for cid in stage.spouts),
+                    "ackedPerSec": None if None in rates else round(sum(
+                        r for r in rates if r is not None), 3)})
+    return out
+
+
 def topology_json(stats: Mapping[str, Any], window: str, deltas: Mapping[str, Delta],
                   errors: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """``/api/v1/topology/{name}?window=...``; ``deltas`` holds every window's ``Delta``
@@ -183,6 +201,7 @@ def topology_json(stats: Mapping[str, Any], window: str, deltas: Mapping[str, De
             "messageTimeoutSecs": stats.get("message_timeout_secs"),
             "spoutPending": stats.get("spout_pending"),
             "rates": _topology_rates(stats, rate),
+            "stages": _stages(stats, rate),
             "topologyStats": _topology_stats(stats, deltas),
             "spouts": [spout_json(stats, d, cid, errors, rate)
                        for cid, c in comps.items() if c["kind"] == "spout"],

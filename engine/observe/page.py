@@ -26,8 +26,9 @@ main{padding:12px 20px}section{background:#fff;border:1px solid #dadce0;border-r
  padding:10px 14px;margin-bottom:14px;overflow-x:auto}
 h2{font-size:15px;margin:4px 0 8px}
 table{border-collapse:collapse;font-size:13px;width:100%}
-th,td{padding:4px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
+th,td{padding:4px 6px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}
+td:first-child{white-space:normal;overflow-wrap:anywhere;min-width:7em}
 th{background:#f1f3f4;font-weight:600;white-space:normal;vertical-align:bottom}
 td.err{color:#c5221f;text-align:left;white-space:normal}
 td.same{color:#5f6368;font-style:italic;text-align:left}
@@ -79,14 +80,18 @@ const failing = (v, r) => r.failedRatio >= state.alarm ? 'bad' : (v ? 'warn' : '
 const perSec = key => [key, key.replace('PerSec', '').replace(/^./, c => c.toUpperCase()) +
   '/s', null, rate];
 function header(t){
-  const pending = t.spoutPending === null || t.spoutPending === undefined ? t.pending :
-    t.spoutPending;
+  // The input, then each stage behind a repartition hop, as the runner's status line.
+  const stages = t.stages || [];
+  const stage = s => rate(s.ackedPerSec) + ' acked · pending ' + fmt(s.pending);
+  const text = stages.length > 1 ? stages.map(s => s.stage + ': ' + stage(s)).join(' | ') :
+    (stages.length ? stage(stages[0]) : '');
   $('uptime').textContent = 'up ' + duration(t.uptimeSeconds) + ' · ' + t.status + ' · ' +
-    rate(t.rates.ackedPerSec) + ' acked · pending ' + fmt(pending);
-  $('uptime').title = 'pending: trees the spouts wait on (the Pending column of Spouts, ' +
-    'summed). The ackers track ' + fmt(t.pending) + ' now: a tree reaches its acker just ' +
-    'after its emit and leaves it just before its spout hears, so the two differ by ' +
-    'the trees in between.';
+    text;
+  $('uptime').title = 'pending: trees the input spouts wait on (their Pending column ' +
+    'summed)' + (stages.length > 1 ? '; behind a hop, the trees its reader spout ' +
+    'started, which complete after the input\'s' : '') + '. The ackers track ' +
+    fmt(t.pending) + ' now: a tree reaches its acker just after its emit and leaves it ' +
+    'just before its spout hears, so the two differ by the trees in between.';
   const r = t.rates;
   $('rates').textContent = r.windowSecs === null ? 'rates: after the first second' :
     'now (last ' + Math.round(r.windowSecs) + ' s): ' + rate(r.emittedPerSec) +

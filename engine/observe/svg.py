@@ -1,8 +1,9 @@
 """The topology drawn as SVG: layout computed here, no browser script needed.
 
-Components are placed in layers by their longest path from a spout (cycles are cut),
-ordered within a layer by the mean position of their sources, and joined by curved edges
-labelled ``stream · grouping``. Boxes are as wide as their text needs, up to a bound past
+Components are placed in layers by their longest path from a spout (``svg_layout``) and
+joined by curved edges labelled ``stream · grouping``; the topic of a repartition hop is
+a node of its own, fed by the hop's writer bolt from the band above and feeding its
+reader spout. Boxes are as wide as their text needs, up to a bound past
 which text ends in an ellipsis (``svg_text``). With figures, a bolt's colour follows the
 worse of its capacity and its failures (green → amber → red; failing ``ALARM_FAILED_RATIO``
 of its tuples is red, with a red border), spouts show pending trees and timeouts, and
@@ -13,81 +14,33 @@ no less than ``MIN_SCALE``; past that, its container scrolls).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from html import escape
 from itertools import pairwise
 from typing import Any
 
+from engine.observe.svg_layout import (
+    GAP_X,
+    GAP_Y,
+    MARGIN,
+    NODE_H,
+    NODE_W,
+    Hop,
+    Layout,
+    hops,
+    layout,
+)
 from engine.observe.svg_text import fit, text_width
 from engine.topology import Topology
 
 __all__ = ["ALARM_FAILED_RATIO", "Layout", "capacity_colour", "health_colour", "layout",
            "render_svg"]
 
-NODE_W, NODE_H = 200, 80
 NODE_W_MAX = 220
-GAP_X, GAP_Y = 96, 30
-MARGIN = 24
 PAD = 12
 NAME_PX, LINE_PX, EDGE_PX = 13, 12, 11
 MIN_SCALE = 0.6
 ALARM_FAILED_RATIO = 0.2
 """A component failing this share of its tuples (or more) is drawn in the alarm colour."""
-
-
-@dataclass(frozen=True, slots=True)
-class Layout:
-    """Node positions (top-left corners) and the drawing's size."""
-
-    positions: dict[str, tuple[int, int]]
-    width: int
-    height: int
-    node_width: int = NODE_W
-
-
-def _layers(topology: Topology) -> dict[str, int]:
-    comps = topology.components
-    layer = {cid: 0 for cid in comps}
-    # Longest path by relaxation; at most len(comps) rounds, so a cycle cannot loop forever.
-    for _ in range(len(comps)):
-        changed = False
-        for d in comps.values():
-            for sub in d.inputs:
-                if sub.source in layer and sub.source != d.id \
-                        and layer[sub.source] + 1 > layer[d.id] and not d.is_spout:
-                    layer[d.id] = min(layer[sub.source] + 1, len(comps))
-                    changed = True
-        if not changed:
-            break
-    return layer
-
-
-def layout(topology: Topology, node_width: int = NODE_W) -> Layout:
-    """Positions of every component: one column per layer, sources to the left."""
-    layer = _layers(topology)
-    columns: dict[int, list[str]] = {}
-    for cid in topology.components:
-        columns.setdefault(layer[cid], []).append(cid)
-    rank: dict[str, float] = {}
-    for col in sorted(columns):
-        def key(cid: str) -> float:
-            srcs = [rank[s.source] for s in topology.components[cid].inputs if s.source in rank]
-            return sum(srcs) / len(srcs) if srcs else 0.0
-        members = sorted(columns[col], key=key) if col else columns[col]
-        columns[col] = members
-        for i, cid in enumerate(members):
-            rank[cid] = float(i)
-    tallest = max(len(m) for m in columns.values()) if columns else 1
-    height = MARGIN * 2 + tallest * NODE_H + (tallest - 1) * GAP_Y
-    positions = {}
-    for col, members in columns.items():
-        span = len(members) * NODE_H + (len(members) - 1) * GAP_Y
-        top = (height - span) // 2
-        for i, cid in enumerate(members):
-            positions[cid] = (MARGIN + col * (node_width + GAP_X),
-                              top + i * (NODE_H + GAP_Y))
-    width = MARGIN * 2 + (max(columns, default=0) + 1) * (node_width + GAP_X) - GAP_X
-    return Layout(positions, width, height, node_width)
 
 
 def capacity_colour(capacity: float | None) -> str:
@@ -151,6 +104,45 @@ def _edges(topology: Topology, lay: Layout) -> list[str]:
                        f'stroke="#5f6368" stroke-width="1.5" marker-end="url(#arrow)"/>'
                        f'{_edge_label(sub, lx, ly)}</g>')
     return out
+
+
+def _hop_edges(found: list[Hop], lay: Layout) -> list[str]:
+    """Per hop: its writer down to its topic (in the band below), its topic on to its
+    reader."""
+    out = []
+    pos, w = lay.positions, lay.node_width
+    for hop in found:
+        (wx, wy), (tx, ty), (rx, ry) = pos[hop.writer], pos[hop.node], pos[hop.reader]
+        if ty >= wy + NODE_H:  # from the writer's bottom to the topic's top
+            x1, y1, x2, y2 = wx + w // 2, wy + NODE_H, tx + w // 2, ty
+            mid = (y1 + y2) // 2
+            down = f"M{x1},{y1} C{x1},{mid} {x2},{mid} {x2},{y2}"
+        else:  # not below (cannot happen with hops' layout, but never draw nothing)
+            x1, y1, x2, y2 = wx + w, wy + NODE_H // 2, tx, ty + NODE_H // 2
+            down = f"M{x1},{y1} L{x2},{y2}"
+        x1, y1, x2 = tx + w, ty + NODE_H // 2, rx
+        mid = (x1 + x2) // 2
+        across = f"M{x1},{y1} C{mid},{y1} {mid},{ry + NODE_H // 2} {x2},{ry + NODE_H // 2}"
+        for source, target, path in ((hop.writer, hop.node, down),
+                                     (hop.node, hop.reader, across)):
+            out.append(f'<g class="edge hop" data-source="{escape(source)}" '
+                       f'data-target="{escape(target)}"><path d="{path}" fill="none" '
+                       f'stroke="#8e24aa" stroke-width="1.5" marker-end="url(#arrow)"/></g>')
+    return out
+
+
+def _topic_node(hop: Hop, x: int, y: int, w: int) -> str:
+    """A hop's topic: its name, what it is and the key its records carry."""
+    lines = [f"repartition topic of {hop.bolt}",
+             f"key: {', '.join(hop.key) or '-'}"]
+    text = [f'<text x="{x + PAD}" y="{y + 20}" class="name">'
+            f'{escape(fit(hop.topic, w - 2 * PAD, NAME_PX, bold=True))}</text>']
+    text += [f'<text x="{x + PAD}" y="{y + 38 + i * 15}">'
+             f'{escape(fit(line, w - 2 * PAD, LINE_PX))}</text>' for i, line in enumerate(lines)]
+    return (f'<g class="node topic" data-topic="{escape(hop.topic)}" '
+            f'data-hop="{escape(hop.bolt)}"><title>Kafka topic {escape(hop.topic)}</title>'
+            f'<rect x="{x}" y="{y}" width="{w}" height="{NODE_H}" rx="2" fill="#f3e8fd" '
+            f'stroke="#8e24aa" stroke-width="1.5" stroke-dasharray="5 3"/>{"".join(text)}</g>')
 
 
 def _edge_label(sub: Any, x: int, y: int) -> str:
@@ -247,8 +239,10 @@ def render_svg(topology: Topology, figures: Mapping[str, Mapping[str, Any]] | No
     """The SVG document for ``topology``; ``figures`` (by component id, Storm UI field
     names as in the JSON API) adds colours and numbers."""
     comps = topology.components
+    found = hops(topology)
     lines = {cid: _node_lines(cid, d, figures) for cid, d in comps.items()}
-    lay = layout(topology, _node_width(list(comps), list(lines.values())))
+    lay = layout(topology, _node_width([*comps, *(h.topic for h in found)],
+                                       list(lines.values())))
     top = 28 if title else 0
     height = lay.height + top
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="topology" '
@@ -264,6 +258,9 @@ def render_svg(topology: Topology, figures: Mapping[str, Mapping[str, Any]] | No
         parts.append(f'<text x="{MARGIN}" y="20" class="name">{escape(title)}</text>')
     parts.append(f'<g transform="translate(0,{top})">')
     parts.extend(_edges(topology, lay))
+    parts.extend(_hop_edges(found, lay))
+    for hop in found:
+        parts.append(_topic_node(hop, *lay.positions[hop.node], lay.node_width))
     for cid, d in comps.items():
         x, y = lay.positions[cid]
         f = None if figures is None else (figures.get(cid) or {})

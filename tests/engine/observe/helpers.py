@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from engine import Bolt, Config, LocalCluster, Spout, Topology, TopologyBuilder
+from engine.keyed.hops import reader_id, writer_id
 from engine.testing import FeederSpout, wait_until
+from engine.topology import ComponentDef
 from topologies.word_count import build as build_word_count
 
 
@@ -170,3 +174,31 @@ def pipeline() -> tuple[Config, Topology]:
     b.set_bolt("write-to-the-warehouse-sink", Relay()).shuffle_grouping(ALARMED) \
         .shuffle_grouping("totals")
     return Config({"topology.max.spout.pending": 200}), b.create_topology()
+
+
+def with_engine_ids(topology: Topology, names: dict[str, str]) -> Topology:
+    """``topology`` with components renamed by ``names`` (to ids starting with ``__``,
+    which only the engine may give, as ``with_hops`` does)."""
+
+    def renamed(d: ComponentDef) -> ComponentDef:
+        inputs = tuple(replace(s, source=names.get(s.source, s.source)) for s in d.inputs)
+        return replace(d, id=names.get(d.id, d.id), inputs=inputs)
+
+    return Topology(MappingProxyType({names.get(cid, cid): renamed(d)
+                                      for cid, d in topology.components.items()}))
+
+
+def scaled_out() -> tuple[Config, Topology]:
+    """The word count's shape behind a repartition hop, without Kafka: ``sentences`` →
+    ``split`` → the hop's writer; the hop's reader → ``count`` (fields) → ``counts``. The
+    spouts never run out."""
+    b = TopologyBuilder()
+    b.set_spout("sentences", Endless())
+    b.set_spout("reader", Endless())
+    b.set_bolt("split", Relay(), 2).shuffle_grouping("sentences")
+    b.set_bolt("count", Relay(), 2).fields_grouping("reader", ["n"])
+    b.set_bolt("counts", Relay(), 2).fields_grouping("count", ["n"])
+    b.set_bolt("writer", Relay()).local_or_shuffle_grouping("split")
+    topology = with_engine_ids(b.create_topology(), {"reader": reader_id("count"),
+                                                     "writer": writer_id("count")})
+    return Config({"topology.max.spout.pending": 200}), topology

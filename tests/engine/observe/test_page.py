@@ -10,7 +10,14 @@ from engine import LocalCluster
 from engine.observe.svg import capacity_colour, health_colour
 from engine.testing import wait_until
 from tests.engine.observe.chromium import Chromium, save_screenshot
-from tests.engine.observe.helpers import ALARMED, LONG_NAME, get, pipeline, word_count
+from tests.engine.observe.helpers import (
+    ALARMED,
+    LONG_NAME,
+    get,
+    pipeline,
+    scaled_out,
+    word_count,
+)
 
 
 async def test_page_is_self_contained_with_the_topology_drawn_inline() -> None:
@@ -154,3 +161,38 @@ async def test_an_eight_component_topology_fits_1280_px_with_rates_and_alarms() 
     assert all(r.endswith("/s") and r != "-" for r in rates), rates
     assert same and all(s.startswith("= all time (uptime ") for s in same), same
     assert header.endswith(f"pending {sum(int(p.replace(',', '')) for p in pending):,}")
+
+
+_OVERFLOWING = """[...document.querySelectorAll('section')]
+  .filter(s => s.scrollWidth > s.clientWidth + 0.5)
+  .map(s => s.querySelector('h2').textContent)"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (Debian: apt-get "
+                                              "install chromium); .ci/run installs it")
+async def test_a_scaled_out_topology_fits_1280_px_with_its_hop_drawn() -> None:
+    assert CHROMIUM is not None
+    conf, topology = scaled_out()
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("scaled", conf, topology)
+        await wait_until(lambda: cluster.stats("scaled")["components"]["counts"]["acked"] > 0)
+        server = await cluster.serve_http()
+        try:
+            async with Chromium(CHROMIUM, 1280, 900) as browser:
+                page = await browser.open(server.url + "?window=600")
+                await page.wait_for("Number(document.body.dataset.refreshes) >= 1")
+                overflowing = await page.evaluate(_OVERFLOWING)
+                outside = await page.evaluate(_OUTSIDE_VIEW)
+                header = await page.evaluate("document.querySelector('#uptime').textContent")
+                topics = await page.evaluate(
+                    "[...document.querySelectorAll('#graph g.node.topic')]"
+                    ".map(g => g.dataset.hop)")
+                shot = await page.screenshot()
+        finally:
+            await server.close()
+        await cluster.kill_topology("scaled", wait_secs=1)
+    save_screenshot("scaled-out-1280.png", shot)
+    assert overflowing == [] and outside == [], (overflowing, outside)
+    assert re.search(r" · input: [\d,.]+/s acked · pending [\d,]+ \| behind hop 'count': "
+                     r"[\d,.]+/s acked · pending [\d,]+$", header), header
+    assert topics == ["count"]

@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from engine import Bolt, TopologyBuilder
+from engine.keyed.hops import reader_id, writer_id
 from engine.observe.svg import capacity_colour, layout, render_svg
+from engine.observe.svg_layout import GAP_X, MARGIN
 from engine.testing import FeederSpout
-from tests.engine.observe.helpers import word_count
+from tests.engine.observe.helpers import scaled_out, word_count
 
 ROOT = Path(__file__).resolve().parents[3]
 NS = {"s": "http://www.w3.org/2000/svg"}
@@ -73,3 +75,22 @@ def test_graph_command_draws_a_topology_file() -> None:
     comps = {g.get("data-component") for g in doc.iter("{http://www.w3.org/2000/svg}g")}
     assert {"sentences", "split", "count", "counts"} <= comps
     assert "kafka-word-count" in out
+
+
+def test_a_hops_topic_is_drawn_between_its_writer_and_its_reader() -> None:
+    _, topology = scaled_out()
+    reader, writer = reader_id("count"), writer_id("count")
+    lay = layout(topology)
+    pos, topic = lay.positions, "@" + reader
+    assert pos[topic][1] > pos[writer][1]  # in the band below the writer's
+    assert pos[topic][0] == pos["sentences"][0]  # which it opens
+    assert pos[topic][0] < pos[reader][0] < pos["count"][0] < pos["counts"][0]
+    assert pos[topic][1] == pos[reader][1] == pos["count"][1] == pos["counts"][1]
+    assert lay.width == 2 * MARGIN + 4 * (lay.node_width + GAP_X) - GAP_X  # four columns
+    doc = ET.fromstring(render_svg(topology))
+    topics = [(g.get("data-hop"), "".join(g.itertext()))
+              for g in doc.findall(".//s:g[@class='node topic']", NS)]
+    assert topics == [("count", "Kafka topic ??repartition topic of countkey: n")], topics
+    hop_edges = {(g.get("data-source"), g.get("data-target"))
+                 for g in doc.findall(".//s:g[@class='edge hop']", NS)}
+    assert hop_edges == {(writer, topic), (topic, reader)}
