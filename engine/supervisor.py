@@ -43,7 +43,7 @@ from typing import Any
 from engine.config import TOPOLOGY_WORKER_ID, TOPOLOGY_WORKERS, validate_config
 from engine.observe.status import hop_part, parse_figures
 from engine.run_outcome import EXIT_NOT_PROCESSED
-from engine.startup import READY, problem
+from engine.startup import READY, WORKER_INDEX_ENV, problem
 from engine.topology import Topology
 
 __all__ = ["RESTART_BACKOFF", "refusal", "supervise", "worker_argv", "worker_ids"]
@@ -231,7 +231,7 @@ class Supervisor:
         return True
 
     async def _run_once(self, worker: _Worker) -> int:
-        env = {**os.environ, "STORMLOOP_WORKER_INDEX": str(worker.index)}
+        env = {**os.environ, WORKER_INDEX_ENV: str(worker.index)}
         argv = worker_argv(self._argv, worker.index, len(self._workers), self._worker_id)
         worker.ready = False
         worker.tail.clear()
