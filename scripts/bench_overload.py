@@ -230,11 +230,25 @@ async def _big_tuples(duration: float, cap: float) -> dict[str, Any]:
     b.set_bolt("slow", SleepyBolt(0.05)).shuffle_grouping("s")
     async with LocalCluster() as cluster:
         await cluster.submit_topology("c", Config(), b.create_topology())
-        await asyncio.sleep(duration)
+        limits = await _watch_limit(cluster, "c", "s", duration)
         stop.set()
         peak_rss = max(peak["rss"], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-        os_exit_after({"peak_rss_bytes": peak_rss, "capped": False})
+        os_exit_after({"peak_rss_bytes": peak_rss, "capped": False, **limits})
     raise AssertionError("unreachable")
+
+
+async def _watch_limit(cluster: Any, name: str, spout: str, duration: float) -> dict[str, Any]:
+    """Run for ``duration`` s, sampling the spout's trees in flight, their limit and the
+    bytes they hold."""
+    peak_pending = peak_limit = peak_bytes = 0
+    end = time.perf_counter() + duration
+    while time.perf_counter() < end:
+        await asyncio.sleep(0.5)
+        s = cluster.stats(name)["components"][spout]
+        peak_pending = max(peak_pending, s.get("pending") or 0)
+        peak_limit = max(peak_limit, s.get("in_flight_limit") or 0)
+        peak_bytes = max(peak_bytes, s.get("pending_bytes") or 0)
+    return {"peak_pending": peak_pending, "peak_limit": peak_limit, "peak_bytes": peak_bytes}
 
 
 def acker_bytes_held(rate: int = 60_000, secs: float = 30.0, timeout: float = 30.0,
@@ -332,6 +346,10 @@ def rows(r: dict[str, Any], duration: float) -> list[tuple[str, str, str, str]]:
         x = r["c"]
         gb = x["peak_rss_bytes"] / 1e9
         shown = f"{'>= ' if x['capped'] else ''}{gb:.2f} GB"
+        if "peak_pending" in x:
+            shown += (f" (trees in flight: peak {x['peak_pending']}, limit peak "
+                      f"{x['peak_limit']}")
+            shown += f"; {x['peak_bytes'] / 2**20:,.0f} MiB held)" if x["peak_bytes"] else ")"
         out.append(("c. 10 MB tuples, slow bolt: peak RSS", shown, "< 1.5 GB",
                     _verdict(gb < 1.5 and not x["capped"])))
     if "d" in r:
