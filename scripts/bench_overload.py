@@ -153,6 +153,9 @@ class HangingBolt(Bolt):
 class CopyBolt(Bolt):
     """Emits a fresh copy of the payload (one more value of its size), anchored, and acks."""
 
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["id", "emitted", "payload"])
+
     def prepare(self, conf: Any, context: Any, collector: Any) -> None:
         self.collector = collector
 
