@@ -251,8 +251,8 @@ async def _big_tuples(duration: float, cap: float, stages: int,
 
     threading.Thread(target=watch, daemon=True).start()
     b = TopologyBuilder()
-    b.set_spout("s", ReplaySpout({"emitted": 0, "acked": 0, "failed": 0}, payload=PAYLOAD,
-                                 per_call=1))
+    counts = {"emitted": 0, "acked": 0, "failed": 0}
+    b.set_spout("s", ReplaySpout(counts, payload=PAYLOAD, per_call=1))
     source = "s"
     for n in range(1, stages):
         b.set_bolt(f"copy{n}", CopyBolt()).shuffle_grouping(source)
@@ -265,7 +265,7 @@ async def _big_tuples(duration: float, cap: float, stages: int,
         stop.set()
         peak_rss = max(peak["rss"], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
         os_exit_after({"peak_rss_bytes": peak_rss, "capped": False, "stages": stages,
-                       **limits})
+                       "acked_per_sec": counts["acked"] / duration, **limits})
     raise AssertionError("unreachable")
 
 
@@ -384,6 +384,8 @@ def rows(r: dict[str, Any], duration: float) -> list[tuple[str, str, str, str]]:
             shown += (f" (trees in flight: peak {x['peak_pending']}, limit peak "
                       f"{x['peak_limit']}")
             shown += f"; {x['peak_bytes'] / 2**20:,.0f} MiB held)" if x["peak_bytes"] else ")"
+        if "acked_per_sec" in x:
+            shown += f", {x['acked_per_sec']:.1f} acked/s"
         stages = x.get("stages", 1)
         what = f"{stages} stages of 10 MB tuples" if stages > 1 else "10 MB tuples"
         out.append((f"c. {what}, slow bolt: peak RSS", shown, "< 1.5 GB",
