@@ -115,7 +115,13 @@ async def test_none_leaves_only_the_limit_on_trees() -> None:
     assert seen["peak"] > 5, seen
 
 
-def test_small_values_are_not_weighed() -> None:
+async def test_small_trees_are_not_recorded() -> None:
+    seen, stats = await run(LARGE_TREE_BYTES - 100, 2)
+    assert seen["peak"] > 1 and stats["pending"] > 1
+    assert stats["pending_bytes"] == 0
+
+
+def test_values_are_weighed_by_their_top_level_size() -> None:
     assert values_bytes(["the cow jumped over the moon", 7, 1.5]) < LARGE_TREE_BYTES
     assert values_bytes([b"x" * 10 * MiB]) >= 10 * MiB
     assert values_bytes(["x" * 2048, Heavy(3000)]) >= 5048
