@@ -27,6 +27,7 @@ __all__ = [
     "TOPOLOGY_MESSAGE_TIMEOUT_SECS",
     "TOPOLOGY_NAME",
     "TOPOLOGY_SPOUT_FLOW_CONTROL",
+    "TOPOLOGY_SPOUT_MAX_PENDING_BYTES",
     "TOPOLOGY_STATE_ALLOW_EMPTY",
     "TOPOLOGY_STATE_CHECKPOINT_INTERVAL_MS",
     "TOPOLOGY_STATE_DIR",
@@ -48,6 +49,9 @@ TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE = "topology.executor.receive.buffer.size"
 TOPOLOGY_DEBUG = "topology.debug"
 # Adapt each spout task's limit on trees in flight to the complete latency.
 TOPOLOGY_SPOUT_FLOW_CONTROL = "topology.spout.flow.control"
+# Stop calling next_tuple on a spout task while its trees in flight hold this many bytes
+# of values (None: no bound in bytes; only trees of 1 KiB or more are weighed).
+TOPOLOGY_SPOUT_MAX_PENDING_BYTES = "topology.spout.max.pending.bytes"
 TOPOLOGY_STATS_SAMPLE_RATE = "topology.stats.sample.rate"
 # Warn when one call holds the event loop longer than this (None: no watchdog).
 TOPOLOGY_LOOP_BLOCK_WARN_SECS = "topology.loop.block.warn.secs"
@@ -79,6 +83,7 @@ DEFAULTS: dict[str, Any] = {
     # Counted in tuples (a batch larger than this still enters an empty queue).
     TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE: 4096,
     TOPOLOGY_SPOUT_FLOW_CONTROL: True,
+    TOPOLOGY_SPOUT_MAX_PENDING_BYTES: 256 * 1024 * 1024,
     TOPOLOGY_DEBUG: False,
     TOPOLOGY_STATS_SAMPLE_RATE: 0.05,
     TOPOLOGY_LOOP_BLOCK_WARN_SECS: 1.0,
@@ -153,6 +158,8 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
     TOPOLOGY_DEBUG: (lambda v: isinstance(v, bool), "true or false (or 1 or 0)", False),
     TOPOLOGY_SPOUT_FLOW_CONTROL: (lambda v: isinstance(v, bool), "true or false (or 1 or 0)",
                                   False),
+    TOPOLOGY_SPOUT_MAX_PENDING_BYTES: (_int_at_least(1), "an int of bytes >= 1 or None",
+                                       True),
     TOPOLOGY_STATS_SAMPLE_RATE: (
         lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1,
         "a number from 0 to 1", False),

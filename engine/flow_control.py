@@ -26,6 +26,11 @@ loss, with delay as the signal):
   about the new limit and is ignored. So is a latency beyond the timeout: only a tree kept
   alive by ``reset_timeout`` gets there, and its user chose that.
 - ``topology.max.spout.pending`` stays a hard cap: the limit never exceeds it.
+- A limit on trees is no limit on bytes: 64 trees of 10 MB values hold 640 MB. So the
+  spout executor also stops a task while its trees in flight hold
+  ``topology.spout.max.pending.bytes`` of values (weighed at emit by the collector), and
+  a round stopped that way does not count as ``limited``: the limit on trees does not
+  grow while bytes hold the spout back.
 - A bolt that keeps tuples un-acked by design (a window until it slides past them, a
   stateful bolt until the checkpoint that covers them) says for how long in ``hold_secs``.
   Complete latency cannot tell such a hold from queueing, and a limit that grows once

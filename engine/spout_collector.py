@@ -3,14 +3,18 @@
 A tracked emit takes a fresh root id, one edge id per target task, records the ``msg_id``
 in the spout task's pending map under the root and sends the acker one ``INIT`` with the
 XOR of the edges; every ``sample_every``-th tree also records its start time, for the
-complete latency. Untracked emits (no ``msg_id``, or no ackers) go out bare, and a
-``msg_id`` given without ackers is acked at once by the executor (``immediate_acks``).
+complete latency. A tree whose values weigh ``LARGE_TREE_BYTES`` or more (``sys.getsizeof``
+of each top-level value, summed) is also recorded in ``large`` and ``large_bytes``, which
+the executor holds against ``topology.spout.max.pending.bytes``. Untracked emits (no
+``msg_id``, or no ackers) go out bare, and a ``msg_id`` given without ackers is acked at
+once by the executor (``immediate_acks``).
 Delivery and its limits are the shared ``engine.collector.BaseCollector``'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from sys import getsizeof
 from typing import Any, SupportsIndex
 
 from mypy_extensions import i64
@@ -22,7 +26,21 @@ from engine.routing import Route
 from engine.stats import TaskStats
 from engine.tuples import Source, Tuple
 
-__all__ = ["SpoutOutputCollector"]
+__all__ = ["LARGE_TREE_BYTES", "SpoutOutputCollector", "values_bytes"]
+
+# Trees lighter than this are not weighed one by one: the dict entry would cost more than
+# it tells, and what they hold is bounded by the limit on trees in flight times this.
+LARGE_TREE_BYTES = 1024
+
+
+def values_bytes(values: Sequence[Any]) -> int:
+    """The approximate bytes of ``values``: ``sys.getsizeof`` of each top-level value
+    (a ``bytes`` or ``str`` counts its length; a container counts itself, not what it
+    refers to)."""
+    size = 0
+    for v in values:
+        size += getsizeof(v, 0)
+    return size
 
 
 class SpoutOutputCollector(BaseCollector):
@@ -39,6 +57,10 @@ class SpoutOutputCollector(BaseCollector):
         self._sample_next = 1
         self._clock = clock
         self.started: dict[int, float] = {}
+        self.large: dict[int, int] = {}
+        """``root -> bytes`` of the trees in flight weighing ``LARGE_TREE_BYTES`` or more."""
+        self.large_bytes = 0
+        """The sum of ``large``: what this task's trees in flight hold, approximately."""
 
     def emit(self, values: Sequence[Any], msg_id: Any = None,
              stream: str = "default") -> list[int]:
@@ -73,8 +95,17 @@ class SpoutOutputCollector(BaseCollector):
             val ^= edge
             outbox.push(t, Tuple(values, src, t, root, edge))
         self._pending[root] = msg_id
+        size = values_bytes(values)
+        if size >= LARGE_TREE_BYTES:
+            self.large[root] = size
+            self.large_bytes += size
         self._sample_next -= 1
         if self._sample_next == 0:
             self._sample_next = self._sample_every
             self.started[root] = self._clock()
         outbox.send(root, (INIT, root, val, self._task_id))
+
+    def decided(self, root: int) -> None:
+        """The tree of ``root`` was acked or failed: its values no longer count as held."""
+        size = self.large.pop(root, 0)
+        self.large_bytes -= size

@@ -3,7 +3,8 @@
 A ``SpoutExecutor`` loops: drain acks and fails from its inbox, call ``next_tuple`` on each
 task (up to ``SPOUT_ROUND`` times, never past the task's in-flight limit: flow control's
 ``FlowLimit``, capped by ``topology.max.spout.pending``; trees whose tuples are stranded
-in a stuck queue do not count against the flow limit), flush the emitted batches, then
+in a stuck queue do not count against the flow limit; nor while the task's trees in
+flight hold ``topology.spout.max.pending.bytes`` of values), flush the emitted batches, then
 yield, or wait on the inbox with a growing back-off when nothing was emitted. Outcomes are
 also delivered while an async ``next_tuple`` is suspended. User code is called through
 ``engine.usercall``'s policy. (Bolts run in ``engine.bolt_executor``, ackers in
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.acker import ACK, TIMEOUT
+from engine.config import DEFAULTS, TOPOLOGY_SPOUT_MAX_PENDING_BYTES
 from engine.context import TopologyContext
 from engine.failure import FailReason, FailReasons
 from engine.flow_control import FlowLimit
@@ -57,6 +59,9 @@ class SpoutTask:
     pending: dict[int, Any]
     flow: FlowLimit | None = None
     """The adaptive limit on this task's trees in flight (None: only the hard cap)."""
+    max_bytes: int | None = field(init=False)
+    """``topology.spout.max.pending.bytes``: no ``next_tuple`` while the collector's
+    ``large_bytes`` is at least this (None: no bound in bytes)."""
     next_tuple: tuple[Callable[..., Any], bool] = field(init=False)
     ack: tuple[Callable[..., Any], bool] = field(init=False)
     fail: tuple[Callable[..., Any], bool] = field(init=False)
@@ -73,6 +78,8 @@ class SpoutTask:
         self.fail = method(self.obj, "fail")
         self.ack_many = batch_ack(self.obj) if not self.ack[1] else None
         self.fail_takes_reason = accepts(self.fail[0], "reason")
+        key = TOPOLOGY_SPOUT_MAX_PENDING_BYTES
+        self.max_bytes = self.context.conf.get(key, DEFAULTS[key])
         cid = self.context.component_id
         self.sites = (CallSite(cid, self.task_id, "next_tuple"),
                       CallSite(cid, self.task_id, "ack"), CallSite(cid, self.task_id, "fail"))
@@ -103,12 +110,18 @@ class SpoutExecutor:
         self._reasons = FailReasons() if reasons is None else reasons
         self._marker = CurrentCall()
         self._cuts = IntervalWarning(log)
+        self._said_bytes = False
         self._in_call = False
         self._pump: asyncio.Task[None] | None = None
 
     def pending(self) -> int:
         """Tracked trees emitted by these tasks and not yet acked or failed."""
         return sum(len(t.pending) for t in self.tasks)
+
+    def pending_bytes(self) -> int:
+        """Approximate bytes of values held by these tasks' trees in flight (trees of
+        ``LARGE_TREE_BYTES`` or more)."""
+        return sum(t.collector.large_bytes for t in self.tasks)
 
     def in_flight_limit(self) -> int | None:
         """The limit on trees in flight in force, summed over the tasks (None: no limit)."""
@@ -152,6 +165,7 @@ class SpoutExecutor:
     async def _round(self, task: SpoutTask) -> int:
         coll, pending, flow = task.collector, task.pending, task.flow
         cap = flow.limit if flow is not None else self.max_pending
+        max_bytes = task.max_bytes
         next_tuple, is_async = task.next_tuple
         start = coll.emit_count
         limited = widened = False
@@ -169,6 +183,9 @@ class SpoutExecutor:
                 if len(pending) >= cap:
                     limited = True
                     break
+            if max_bytes is not None and coll.large_bytes >= max_bytes:
+                self._held_by_bytes(task, max_bytes)
+                break
             before = coll.emit_count
             try:
                 if is_async:
@@ -185,6 +202,19 @@ class SpoutExecutor:
         if coll.immediate_acks:
             await self._ack_untracked(task)
         return coll.emit_count - start
+
+    def _held_by_bytes(self, task: SpoutTask, max_bytes: int) -> None:
+        """Say once per executor that the bytes in flight, not their number, hold a task.
+
+        Such a round is not ``limited``: trees held back by their bytes say nothing about
+        the topology's speed, so the limit on their number must not grow meanwhile."""
+        if self._said_bytes:
+            return
+        self._said_bytes = True
+        log.info("spout %r: task %d holds %.0f MiB of values in flight, %s = %d: next_tuple "
+                 "waits for its trees to complete (raise it where memory allows)",
+                 self.component, task.task_id, task.collector.large_bytes / 2**20,
+                 TOPOLOGY_SPOUT_MAX_PENDING_BYTES, max_bytes)
 
     async def _ack_untracked(self, task: SpoutTask) -> None:
         """Ack the ``msg_id``s emitted without ackers (at once, as Storm does)."""
@@ -269,6 +299,8 @@ class SpoutExecutor:
             msg_id = task.pending.pop(root, None)
             if msg_id is None:
                 continue  # decided already, or emitted before a restart of this task
+            if task.collector.large:
+                task.collector.decided(root)
             if task.collector.started:
                 self._timed(task, root, kind == ACK)
             if kind == ACK:

@@ -14,6 +14,9 @@ b. a bolt with 2 executors under shuffle grouping whose task 0 runs ``await
    and after (default config);
 c. 10 MB tuples behind a slow bolt (``await asyncio.sleep(0.05)`` per tuple), default config:
    peak RSS of the process (stopped early, and reported as a lower bound, at --rss-cap-gb);
+   ``--stages N`` puts N - 1 bolts before the slow one, each emitting a fresh 10 MB value
+   anchored to its input (values the spout's bound in bytes does not weigh), and
+   ``--max-pending-bytes`` sets topology.spout.max.pending.bytes (``none``: unbounded);
 d. acker memory: an ``AckLedger`` fed 60,000 trees/s for 30 s of simulated time, timeout
    30 s, every tree acked in the next batch (nothing pending): bytes it still holds
    (tracemalloc).
@@ -47,6 +50,7 @@ from engine.hotpath import compiled  # noqa: E402
 EXECUTE_SECS = 0.001
 TIMEOUT_SECS = 2
 PAYLOAD = 10 * 1024 * 1024
+BYTES_KEY = "topology.spout.max.pending.bytes"
 
 
 class ReplaySpout(Spout):
@@ -146,6 +150,21 @@ class HangingBolt(Bolt):
         self.collector.ack(tup)
 
 
+class CopyBolt(Bolt):
+    """Emits a fresh copy of the payload (one more value of its size), anchored, and acks."""
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["id", "emitted", "payload"])
+
+    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def execute(self, tup: Any) -> None:
+        i, emitted, data = tup.values
+        self.collector.emit([i, emitted, data[:-1] + b"y"], anchors=tup)
+        self.collector.ack(tup)
+
+
 class SleepyBolt(Bolt):
     """Waits ``secs`` per tuple without holding the loop (I/O-bound user code), then acks."""
 
@@ -158,6 +177,11 @@ class SleepyBolt(Bolt):
     async def execute(self, tup: Any) -> None:
         await asyncio.sleep(self.secs)
         self.collector.ack(tup)
+
+
+def _max_bytes(text: str) -> int | None:
+    """``--max-pending-bytes``: -1 for the engine's default, None for no bound."""
+    return -1 if text == "default" else None if text == "none" else int(text)
 
 
 def _run_loop(coro: Any) -> Any:
@@ -212,7 +236,8 @@ def _rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-async def _big_tuples(duration: float, cap: float) -> dict[str, Any]:
+async def _big_tuples(duration: float, cap: float, stages: int,
+                      max_bytes: int | None) -> dict[str, Any]:
     peak = {"rss": _rss_bytes(), "capped": False}
     stop = threading.Event()
 
@@ -221,20 +246,41 @@ async def _big_tuples(duration: float, cap: float) -> dict[str, Any]:
             peak["rss"] = max(peak["rss"], _rss_bytes())
             if peak["rss"] >= cap:
                 peak["capped"] = True
-                os_exit_after({"peak_rss_bytes": peak["rss"], "capped": True})
+                os_exit_after({"peak_rss_bytes": peak["rss"], "capped": True,
+                               "stages": stages})
 
     threading.Thread(target=watch, daemon=True).start()
     b = TopologyBuilder()
-    b.set_spout("s", ReplaySpout({"emitted": 0, "acked": 0, "failed": 0}, payload=PAYLOAD,
-                                 per_call=1))
-    b.set_bolt("slow", SleepyBolt(0.05)).shuffle_grouping("s")
+    counts = {"emitted": 0, "acked": 0, "failed": 0}
+    b.set_spout("s", ReplaySpout(counts, payload=PAYLOAD, per_call=1))
+    source = "s"
+    for n in range(1, stages):
+        b.set_bolt(f"copy{n}", CopyBolt()).shuffle_grouping(source)
+        source = f"copy{n}"
+    b.set_bolt("slow", SleepyBolt(0.05)).shuffle_grouping(source)
+    conf = Config() if max_bytes == -1 else Config({BYTES_KEY: max_bytes})
     async with LocalCluster() as cluster:
-        await cluster.submit_topology("c", Config(), b.create_topology())
-        await asyncio.sleep(duration)
+        await cluster.submit_topology("c", conf, b.create_topology())
+        limits = await _watch_limit(cluster, "c", "s", duration)
         stop.set()
         peak_rss = max(peak["rss"], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-        os_exit_after({"peak_rss_bytes": peak_rss, "capped": False})
+        os_exit_after({"peak_rss_bytes": peak_rss, "capped": False, "stages": stages,
+                       "acked_per_sec": counts["acked"] / duration, **limits})
     raise AssertionError("unreachable")
+
+
+async def _watch_limit(cluster: Any, name: str, spout: str, duration: float) -> dict[str, Any]:
+    """Run for ``duration`` s, sampling the spout's trees in flight, their limit and the
+    bytes they hold."""
+    peak_pending = peak_limit = peak_bytes = 0
+    end = time.perf_counter() + duration
+    while time.perf_counter() < end:
+        await asyncio.sleep(0.5)
+        s = cluster.stats(name)["components"][spout]
+        peak_pending = max(peak_pending, s.get("pending") or 0)
+        peak_limit = max(peak_limit, s.get("in_flight_limit") or 0)
+        peak_bytes = max(peak_bytes, s.get("pending_bytes") or 0)
+    return {"peak_pending": peak_pending, "peak_limit": peak_limit, "peak_bytes": peak_bytes}
 
 
 def acker_bytes_held(rate: int = 60_000, secs: float = 30.0, timeout: float = 30.0,
@@ -274,8 +320,9 @@ def os_exit_after(result: dict[str, Any]) -> None:
     os._exit(0)
 
 
-def child(name: str, duration: float, cap: float, busy: bool) -> None:
+def child(name: str, args: argparse.Namespace) -> None:
     """Run one scenario in this process; prints one JSON line."""
+    duration, cap, busy = args.duration, args.rss_cap_gb * 1e9, args.bolt == "busy"
     if name == "a-default":
         _run_loop(_slow_bolt(duration, None, busy))
     elif name == "a-pending":
@@ -283,7 +330,7 @@ def child(name: str, duration: float, cap: float, busy: bool) -> None:
     elif name == "b":
         _run_loop(_hung_executor(duration))
     elif name == "c":
-        _run_loop(_big_tuples(duration, cap))
+        _run_loop(_big_tuples(duration, cap, args.stages, _max_bytes(args.max_pending_bytes)))
     elif name == "d":
         os_exit_after(acker_bytes_held())
     raise SystemExit(f"unknown scenario {name!r}")
@@ -293,7 +340,8 @@ def run_child(name: str, args: argparse.Namespace) -> dict[str, Any]:
     """One scenario in a fresh process running the engine of this tree."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     cmd = [sys.executable, __file__, "--child", name, "--duration", str(args.duration),
-           "--rss-cap-gb", str(args.rss_cap_gb), "--bolt", args.bolt]
+           "--rss-cap-gb", str(args.rss_cap_gb), "--bolt", args.bolt,
+           "--stages", str(args.stages), "--max-pending-bytes", args.max_pending_bytes]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env,
                          timeout=args.duration + 300)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
@@ -332,7 +380,15 @@ def rows(r: dict[str, Any], duration: float) -> list[tuple[str, str, str, str]]:
         x = r["c"]
         gb = x["peak_rss_bytes"] / 1e9
         shown = f"{'>= ' if x['capped'] else ''}{gb:.2f} GB"
-        out.append(("c. 10 MB tuples, slow bolt: peak RSS", shown, "< 1.5 GB",
+        if "peak_pending" in x:
+            shown += (f" (trees in flight: peak {x['peak_pending']}, limit peak "
+                      f"{x['peak_limit']}")
+            shown += f"; {x['peak_bytes'] / 2**20:,.0f} MiB held)" if x["peak_bytes"] else ")"
+        if "acked_per_sec" in x:
+            shown += f", {x['acked_per_sec']:.1f} acked/s"
+        stages = x.get("stages", 1)
+        what = f"{stages} stages of 10 MB tuples" if stages > 1 else "10 MB tuples"
+        out.append((f"c. {what}, slow bolt: peak RSS", shown, "< 1.5 GB",
                     _verdict(gb < 1.5 and not x["capped"])))
     if "d" in r:
         mb = r["d"]["held_bytes"] / 1e6
@@ -359,11 +415,16 @@ def main() -> None:
                         help="stop scenario c when its RSS reaches this (default 3)")
     parser.add_argument("--bolt", choices=("sleep", "busy"), default="sleep",
                         help="scenario a's 1 ms: await asyncio.sleep (default) or a busy-wait")
+    parser.add_argument("--stages", type=int, default=1,
+                        help="scenario c: stages of 10 MB values, the slow bolt last (default 1)")
+    parser.add_argument("--max-pending-bytes", default="default",
+                        help="scenario c: topology.spout.max.pending.bytes, or none "
+                             "(default: the engine's)")
     parser.add_argument("--json", type=Path, default=None, help="also write the raw figures")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.duration, args.rss_cap_gb * 1e9, args.bolt == "busy")
+        child(args.child, args)
         return
     wanted = {s.strip() for s in args.only.split(",")}
     names = [n for n in ("a-default", "a-pending", "b", "c", "d") if n[0] in wanted]

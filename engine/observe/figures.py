@@ -90,6 +90,7 @@ def _executors(rt: RunningTopology) -> list[dict[str, Any]]:
         out.append({"component": sex.component, "kind": "spout", "tasks": [ids[0], ids[-1]],
                     "transferred": sex.outbox.transferred, "pending": sex.pending(),
                     "in_flight_limit": sex.in_flight_limit(),
+                    "pending_bytes": sex.pending_bytes(),
                     "queue": _queue(queue)})
     for bex in rt.bolt_executors:
         ids = [t.task_id for t in bex.tasks]
@@ -110,7 +111,7 @@ def topology_stats(rt: RunningTopology) -> dict[str, Any]:
     ``components[id]`` holds the summed task counters (``emitted``, ``executed``,
     ``acked``, ``failed``, ``errors`` and any further counter the tasks keep), plus
     ``kind``, ``executors``, ``executor_ids`` (indexes into ``executors``), ``tasks`` and
-    ``transferred``; spouts add ``pending`` and
+    ``transferred``; spouts add ``pending``, ``pending_bytes`` and
     ``in_flight_limit``, bolts ``execute_secs``, ``process_secs`` and the p50/p99 of
     ``execute_latency_ms`` and ``process_latency_ms`` over recent batches.
     """
@@ -151,6 +152,7 @@ def _components(rt: RunningTopology, executors: list[dict[str, Any]]) -> dict[st
         entry["transferred"] += ex["transferred"]
         if ex["kind"] == "spout":
             entry["pending"] = entry.get("pending", 0) + ex["pending"]
+            entry["pending_bytes"] = entry.get("pending_bytes", 0) + ex["pending_bytes"]
             entry["in_flight_limit"] = _limit_sum(entry.get("in_flight_limit", 0),
                                                   ex["in_flight_limit"])
         else:
