@@ -173,24 +173,30 @@ class Cluster:
         self.hosts.append(host)
         return host
 
-    def events(self) -> list[tuple[float, str, str, set[int]]]:
-        """``(time, member, assigned|revoked|gone, input partitions)``, in time order."""
+    @property
+    def topics(self) -> list[str]:
+        """The input topic and the repartition topic the count's state is partitioned by."""
+        return [self.topic, f"{self.group}-count-repartition"]
+
+    def events(self, topic: str) -> list[tuple[float, str, str, set[int]]]:
+        """``(time, member, assigned|revoked|gone, partitions of topic)``, in time order."""
         out: list[tuple[float, str, str, set[int]]] = []
         for host in self.hosts:
             for at, line in list(host.lines):
                 m = _ASSIGNED.search(line)
                 if m is None:
                     continue
-                parts = {int(p) for t, p in _TP.findall(m.group(3)) if t == self.topic}
-                out.append((at, host.member(m.group(1)), m.group(2), parts))
+                parts = {int(p) for t, p in _TP.findall(m.group(3)) if t == topic}
+                if parts:
+                    out.append((at, host.member(m.group(1)), m.group(2), parts))
             out += [(at, member, "gone", set()) for at, member in host.gone]
         return sorted(out, key=lambda e: e[0])
 
-    def owners(self, at: float) -> dict[int, str]:
-        """Each input partition's owner at ``at``: the member it was last assigned to, unless
+    def owners(self, topic: str, at: float) -> dict[int, str]:
+        """Each partition's owner of ``topic`` at ``at``: the member it was last assigned to, unless
         that member revoked it, exited or was killed since."""
         owner: dict[int, str] = {}
-        for t, member, what, parts in self.events():
+        for t, member, what, parts in self.events(topic):
             if t > at:
                 break
             if what == "assigned":
@@ -217,8 +223,8 @@ class Offsets:
     """Polls the group's committed offsets and the input's end offsets every 100 ms, from
     a consumer of the group that never joins it."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, partitions: int) -> None:
-        self.tps = [TopicPartition(topic, p) for p in range(partitions)]
+    def __init__(self, bootstrap: str, group: str, topics: list[str], partitions: int) -> None:
+        self.tps = [TopicPartition(t, p) for t in topics for p in range(partitions)]
         self.consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
                                          enable_auto_commit=False)
         self.samples: list[tuple[float, list[int], list[int]]] = []
@@ -238,8 +244,8 @@ class Offsets:
         return self.samples[-1][1], self.samples[-1][2]
 
     def stand_still(self, partition: int, start: float, end: float) -> float:
-        """Longest stretch of ``[start, end]`` in which ``partition``'s committed offset did
-        not advance while the input had records beyond it."""
+        """Longest stretch of ``[start, end]`` in which the committed offset of ``partition``
+        (an index into ``tps``) did not advance while its topic had records beyond it."""
         longest, since, last = 0.0, start, None
         for at, committed, ends in self.samples:
             if at < start or at > end:
@@ -287,12 +293,15 @@ class Input:
 
 @dataclass
 class Row:
-    """One change's figures."""
+    """One change's figures: stand-stills of the count's state partitions (the repartition
+    topic's) and of the input's, moved and kept, in seconds (None: no such partition)."""
 
     change: str
     restored: int
-    moved: float | None
-    kept: float | None
+    state_moved: float | None
+    state_kept: float | None
+    input_moved: float | None
+    input_kept: float | None
     secs: float
 
 
@@ -324,17 +333,20 @@ async def seed(bootstrap: str, topic: str, keys: int) -> Counter[str]:
     return truth
 
 
-async def settled(cluster: Cluster, offsets: Offsets, members: int, start: float) -> float:
-    """Wait until ``members`` members (none killed since ``start``) hold every partition
-    and each partition is committed up to the input's end as of then; returns that time."""
+async def settled(cluster: Cluster, offsets: Offsets, members: int) -> float:
+    """Wait until ``members`` members hold every partition of both topics and each
+    partition is committed up to its topic's end as of then; returns that time."""
     deadline = time.monotonic() + SETTLE_TIMEOUT
     while True:
         if time.monotonic() > deadline:
             raise SystemExit(f"not settled in {SETTLE_TIMEOUT:.0f} s; logs in {cluster.tmp}")
-        owners = cluster.owners(time.monotonic())
-        if len(owners) == cluster.partitions and len(set(owners.values())) == members:
+        owners = [cluster.owners(t, time.monotonic()) for t in cluster.topics]
+        if all(len(o) == cluster.partitions and len(set(o.values())) == members
+               for o in owners):
             break
         await asyncio.sleep(0.2)
+    while not offsets.samples:
+        await asyncio.sleep(0.1)
     _, target = offsets.latest()
     while True:
         if time.monotonic() > deadline:
@@ -345,24 +357,33 @@ async def settled(cluster: Cluster, offsets: Offsets, members: int, start: float
         await asyncio.sleep(0.1)
 
 
+def _moved(before: dict[int, str], after: dict[int, str], killed: set[str],
+           partitions: int) -> set[int]:
+    """Partitions with another owner after than before, or whose owner was killed."""
+    def dead(member: str | None) -> bool:
+        return member is not None and any(member == k or member.startswith(k + ":")
+                                          for k in killed)
+
+    return {p for p in range(partitions) if before.get(p) != after.get(p) or dead(before.get(p))}
+
+
 async def measure(name: str, cluster: Cluster, offsets: Offsets, members: int,
                   action: Any) -> Row:
     """Do ``action`` and measure the change until ``members`` members settled."""
-    before = cluster.owners(time.monotonic())
+    now = time.monotonic()
+    before = {t: cluster.owners(t, now) for t in cluster.topics}
     start = time.monotonic()
     await asyncio.to_thread(action)
-    end = await settled(cluster, offsets, members, start)
-    after = cluster.owners(end)
+    end = await settled(cluster, offsets, members)
     killed = cluster.killed_members(start, end)
-    moved = {p for p in range(cluster.partitions)
-             if before.get(p) != after.get(p) or before.get(p) in killed
-             or any(str(before.get(p)).startswith(k + ":") for k in killed)}
-    kept = set(range(cluster.partitions)) - moved
-
-    def longest(parts: set[int]) -> float | None:
-        return max((offsets.stand_still(p, start, end) for p in parts), default=None)
-
-    row = Row(name, cluster.restored(start, end), longest(moved), longest(kept), end - start)
+    figures: list[float | None] = []
+    for index, topic in enumerate(cluster.topics):
+        moved = _moved(before[topic], cluster.owners(topic, end), killed, cluster.partitions)
+        for parts in (moved, set(range(cluster.partitions)) - moved):
+            figures.append(max((offsets.stand_still(index * cluster.partitions + p, start, end)
+                                for p in parts), default=None))
+    row = Row(name, cluster.restored(start, end), figures[2], figures[3], figures[0],
+              figures[1], end - start)
     print(f"  {_format(row)}", flush=True)
     return row
 
@@ -427,24 +448,14 @@ class CountsReader:
                 return
 
 
-async def wait_committed(offsets: Offsets, target: list[int]) -> None:
-    while not offsets.samples or any(
-            c < t for c, t in zip(offsets.latest()[0], target, strict=True)):
-        await asyncio.sleep(0.2)
-
-
-async def end_offsets(offsets: Offsets) -> list[int]:
-    ends = await offsets.consumer.end_offsets(offsets.tps)
-    return [ends[tp] for tp in offsets.tps]
-
-
 async def quiet(offsets: Offsets, partitions: int, secs: float = 10.0) -> Row:
     """The longest stand-still over ``secs`` with no change: the floor the rows stand on."""
     start = time.monotonic()
     await asyncio.sleep(secs)
     end = time.monotonic()
-    row = Row("no change (10 s)", 0, None,
-              max(offsets.stand_still(p, start, end) for p in range(partitions)), end - start)
+    stills = [offsets.stand_still(i, start, end) for i in range(2 * partitions)]
+    row = Row(f"no change ({secs:.0f} s)", 0, None, max(stills[partitions:]), None,
+              max(stills[:partitions]), end - start)
     print(f"  {_format(row)}", flush=True)
     return row
 
@@ -464,21 +475,22 @@ async def bench(bootstrap: str, args: argparse.Namespace, tmp: Path, topology: P
     topic, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-membership-{tag}"
     await create_topics(bootstrap, {topic: args.partitions, counts: args.partitions})
     cluster = Cluster(bootstrap, topic, counts, group, args.partitions, topology, cwd, env, tmp)
-    offsets = Offsets(bootstrap, group, topic, args.partitions)
+    offsets = Offsets(bootstrap, group, cluster.topics, args.partitions)
     reader = CountsReader(bootstrap, counts, args.partitions)
     source = Input(bootstrap, topic, args.rate, args.sentence_words, args.vocabulary)
-    tasks = [asyncio.create_task(t.run()) for t in (offsets, reader, source)]
+    tasks = [asyncio.create_task(t.run()) for t in (reader, source)]
     two = {"topology.workers": 2}
     try:
         seeded = await seed(bootstrap, topic, args.keys)
-        target = await end_offsets(offsets)
         started = time.monotonic()
         a = cluster.start("A", "a", **two)
-        await wait_committed(offsets, target)
+        while len(reader.last) < args.keys:  # only the seeded words so far
+            await asyncio.sleep(0.5)
         seed_secs = time.monotonic() - started
+        tasks.append(asyncio.create_task(offsets.run()))
         print(f"  {args.keys:,} keys counted by host A alone in {seed_secs:.0f} s", flush=True)
         source.running.set()
-        await settled(cluster, offsets, 1, time.monotonic())
+        await settled(cluster, offsets, 1)
         rows = [await quiet(offsets, args.partitions)]
         holder: dict[str, Host] = {}
 
@@ -490,14 +502,14 @@ async def bench(bootstrap: str, args: argparse.Namespace, tmp: Path, topology: P
                                   holder["B"].stop))
         await asyncio.to_thread(a.stop)
         sup = cluster.start("S", "a", "--workers", "2")
-        await settled(cluster, offsets, 2, time.monotonic())
+        await settled(cluster, offsets, 2)
         await asyncio.sleep(5)
         rows.append(await measure("(3) SIGKILL of a worker (--workers 2)", cluster, offsets, 2,
                                   lambda: sup.kill_worker(1)))
         over3 = await drained_overcount(cluster, offsets, source, seeded, reader)
         await asyncio.to_thread(sup.stop)
         a = cluster.start("A2", "a", **two)
-        await settled(cluster, offsets, 1, time.monotonic())
+        await settled(cluster, offsets, 1)
         await asyncio.sleep(5)
 
         def restart() -> None:
@@ -524,8 +536,9 @@ def _secs(value: float | None) -> str:
 
 
 def _format(row: Row) -> str:
-    return (f"{row.change:<40}{row.restored:>12,}{_secs(row.moved):>12}{_secs(row.kept):>12}"
-            f"{row.secs:>9.1f} s")
+    return (f"{row.change:<40}{row.restored:>10,}{_secs(row.state_moved):>9}"
+            f"{_secs(row.state_kept):>9}{_secs(row.input_moved):>9}{_secs(row.input_kept):>9}"
+            f"{row.secs:>8.1f} s")
 
 
 def main() -> None:
@@ -555,8 +568,9 @@ def main() -> None:
               f"{args.rate:,.0f} sentences/s of {args.sentence_words} words:", flush=True)
         result = run_loop(bench(broker.bootstrap, args, tmp, topology, env, repo))
     print(f"\n{args.keys:,} keys counted once (setup) in {result.seed_secs:.0f} s")
-    print(f"{'change':<40}{'restored':>12}{'moved':>12}{'kept':>12}{'window':>11}")
-    print(f"{'':<40}{'records':>12}{'stand-still':>12}{'stand-still':>12}")
+    print(f"{'':<40}{'records':>10}{'state partitions':>18}{'input partitions':>18}")
+    print(f"{'change':<40}{'restored':>10}{'moved':>9}{'kept':>9}{'moved':>9}{'kept':>9}"
+          f"{'window':>10}")
     for row in result.rows:
         print(_format(row))
     for change, over in result.overcounts:
