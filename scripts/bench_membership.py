@@ -13,28 +13,34 @@ this checkout), so one script measures another checkout of the code.
 
 Setup: ``--keys`` distinct words (``k0000000`` …, 100 per sentence) are counted through
 the topology once by host A alone (``topology.workers=2``), so the changelog holds that
-many keys; the seconds it took are printed. Then a producer writes ``--rate`` sentences per
-second of ``--sentence-words`` words from a ``--vocabulary`` of words, and the changes are
-made one after the other:
+many keys; the seconds until the counts topic has a count for every key are printed. Then
+a producer writes ``--rate`` sentences per second of ``--sentence-words`` words from a
+``--vocabulary`` of words, and the changes are made one after the other:
 
 1. join: host A alone, host B starts (``topology.workers=2`` on both);
 2. leave: host B stops with SIGTERM;
-3. worker SIGKILL: the hosts stop; one process runs ``--workers 2`` with A's state
+3. worker SIGKILL: host A stops; one process runs ``--workers 2`` with A's state
    directory; once it settled, one worker is SIGKILLed and its supervisor restarts it;
 4. host restart: the supervisor stops; host A runs alone again, is SIGKILLed once settled
    and started again at once with the same state directory.
 
-A change's window runs from the action until every partition's owner is settled and each
-partition's committed offset reached the input's end as of that moment. Per change:
+A change's window runs from the action until every partition of the input topic and of
+the count's repartition topic has its owner again, and each partition's committed offset
+reached its topic's end as of that moment. Per change:
 
 - records restored: the sum of the changelog records of every ``partition N restored``
   line logged in the window;
-- the longest stand-still: the group's committed offsets of the input topic are polled
-  every 100 ms by a consumer that never joins; a partition stands still while its committed
-  offset does not advance and the input has records beyond it. Partitions that moved
-  (another owner after the change than before it, or an owner that was killed) and those
-  that did not are reported apart, from the processes' ``partitions assigned/revoked``
-  lines. A first row measures the same over a quiet stretch with no change.
+- the longest stand-still: the group's committed offsets are polled every 100 ms by a
+  consumer of the group that never joins it; a partition stands still while its committed
+  offset does not advance and its topic has records beyond it. The count's state is kept
+  per partition of the repartition topic (its "state partitions"), whose offsets are
+  committed after the checkpoint covering them: that is where a restore shows. An input
+  partition's offset is committed once its sentence's words were written to the
+  repartition topic. Partitions that moved (another owner after the change than before
+  it, or an owner that was killed) and those that did not are reported apart, from the
+  processes' ``partitions assigned/revoked`` lines. A first row measures the same over ten
+  seconds with no change: the floor the other rows stand on (commits every 0.5 s,
+  checkpoints every second).
 
 The over-count: after (3) and again after (4) the input pauses until everything is
 committed and the counts topic is read to its end; each word's last count minus its truth,
@@ -107,6 +113,7 @@ class Host:
         self.out.flush()
 
     def member(self, worker: str | None) -> str:
+        """The member a log line of ``worker`` (None: this process itself) speaks for."""
         return f"{self.name}:{worker}" if worker else self.name
 
     def kill(self) -> None:
@@ -215,6 +222,7 @@ class Cluster:
                    if start <= at <= end and (m := _RESTORED.search(line)) is not None)
 
     def killed_members(self, start: float, end: float) -> set[str]:
+        """The members SIGKILLed in ``[start, end]``."""
         return {member for host in self.hosts for at, member in host.killed
                 if start <= at <= end}
 
@@ -230,6 +238,7 @@ class Offsets:
         self.samples: list[tuple[float, list[int], list[int]]] = []
 
     async def run(self) -> None:
+        """Poll until cancelled."""
         await self.consumer.start()
         try:
             while True:
@@ -241,6 +250,7 @@ class Offsets:
             await self.consumer.stop()
 
     def latest(self) -> tuple[list[int], list[int]]:
+        """The last committed and end offsets polled."""
         return self.samples[-1][1], self.samples[-1][2]
 
     def stand_still(self, partition: int, start: float, end: float) -> float:
@@ -272,6 +282,7 @@ class Input:
         self.rng = random.Random(5)
 
     async def run(self) -> None:
+        """Write while ``running`` is set, until cancelled."""
         producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=20)
         await producer.start()
         try:
@@ -306,6 +317,7 @@ class Row:
 
 
 async def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
+    """Create ``{topic: partitions}``, kept forever."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
@@ -422,6 +434,7 @@ class CountsReader:
         self.started = asyncio.Event()
 
     async def run(self) -> None:
+        """Read from offset 0 until cancelled."""
         await self.consumer.start()
         self.consumer.assign(self.tps)
         for tp in self.tps:
@@ -471,6 +484,7 @@ class Result:
 
 async def bench(bootstrap: str, args: argparse.Namespace, tmp: Path, topology: Path,
                 env: dict[str, str], cwd: Path) -> Result:
+    """The setup, the quiet row, the four changes and the two over-counts."""
     tag = str(time.monotonic_ns())
     topic, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-membership-{tag}"
     await create_topics(bootstrap, {topic: args.partitions, counts: args.partitions})
@@ -542,6 +556,7 @@ def _format(row: Row) -> str:
 
 
 def main() -> None:
+    """Parse the options, start the test broker, run, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keys", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=4)
