@@ -126,22 +126,26 @@ def _component_differences(cid: str, here: Mapping[str, Any], group: Mapping[str
 
 
 def _input_differences(name: str, here: list[Any], group: list[Any], this: str) -> list[str]:
-    mine = {(src, stream): (kind, fields) for src, stream, kind, fields in here}
-    theirs = {(src, stream): (kind, fields) for src, stream, kind, fields in group}
+    mine = {_source(src, stream): (kind, fields) for src, stream, kind, fields in here}
+    theirs = {_source(src, stream): (kind, fields) for src, stream, kind, fields in group}
     found = []
-    for key in sorted(set(mine) | set(theirs)):
-        a, b = mine.get(key), theirs.get(key)
-        if a == b:
-            continue
-        source = repr(key[0]) if key[1] == "default" else f"{key[0]!r} stream {key[1]!r}"
-        if a is None or b is None:
-            found.append(f"{name}: reads {source} only {this if b is None else 'in the group'}")
-        elif a[0] == b[0] == "fields":
+    only_here = [s for s in sorted(mine) if s not in theirs]
+    only_group = [s for s in sorted(theirs) if s not in mine]
+    if only_here or only_group:
+        found.append(f"{name}: reads {', '.join(only_here) or 'nothing else'} {this}, "
+                     f"{', '.join(only_group) or 'nothing else'} in the group")
+    for source in sorted(set(mine) & set(theirs)):
+        a, b = mine[source], theirs[source]
+        if a[0] == b[0] == "fields" and a[1] != b[1]:
             found.append(f"{name}: fields grouping on {a[1]} {this}, {b[1]} in the group")
-        else:
+        elif a != b:
             found.append(f"{name}: {_grouping(a)} from {source} {this}, {_grouping(b)} in "
                          f"the group")
     return found
+
+
+def _source(component: str, stream: str) -> str:
+    return repr(component) if stream == "default" else f"{component!r} stream {stream!r}"
 
 
 def _grouping(edge: tuple[str, list[str]]) -> str:

@@ -119,3 +119,15 @@ async def test_the_runtime_gives_each_spout_task_the_fingerprint_before_open() -
     expected = fingerprint(topology, {"topology.workers": 3})
     assert Member.given == [("lines", expected), ("lines", expected)]
     assert expected.summary["workers"] == 3
+
+
+def test_inputs() -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("lines", FeederSpout(["line"]))
+    builder.set_spout("more", FeederSpout(["line"]))
+    builder.set_bolt("split", Words(("word", "w"))).shuffle_grouping("more")
+    builder.set_bolt("count", Words(("word", "count"))).fields_grouping("split", ["word"])
+    other = fingerprint(builder.create_topology(), {"topology.workers": 2})
+    assert said(other, word_count()) == [
+        "components differ: 'more' only here",
+        "bolt 'split': reads 'more' here, 'lines' in the group"]
