@@ -20,6 +20,7 @@ The same input gives the same assignment, whatever the order of the mappings.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -82,12 +83,17 @@ def _balanced(parts: list[int], readers: list[str], owned: Mapping[str, list[int
         extra -= cap - base
         got[m] = owned[m][:cap]
     kept = {p for ps in got.values() for p in ps}
+    least = [(len(got[m]), load[m], m) for m in readers if len(got[m]) <= base]
+    heapq.heapify(least)
     for p in (p for p in parts if p not in kept):
-        open_ = [m for m in readers if len(got[m]) < base or (len(got[m]) == base and extra)]
-        m = min(open_, key=lambda r: (len(got[r]), load[r], r))
-        if len(got[m]) == base:
+        while least[0][0] == base and not extra:  # at its share, and no share of one more left
+            heapq.heappop(least)
+        count, _, m = heapq.heappop(least)
+        if count == base:
             extra -= 1
         got[m].append(p)
+        if count + 1 <= base:
+            heapq.heappush(least, (count + 1, load[m], m))
     for m in readers:
         got[m].sort()
         load[m] += len(got[m])
