@@ -182,7 +182,8 @@ class GroupAssignor(AbstractPartitionAssignor):
         if self.refused is not None:
             return
         summary = data.get("topology")
-        what = refusal(fp, str(data.get("fp")), summary if isinstance(summary, dict) else {})
+        what = refusal(fp, str(data.get("fp") or "unknown"),
+                       summary if isinstance(summary, dict) else {})
         self.refused = (f"{self._who}: consumer group {self._group!r} runs another topology, "
                         f"so this member got no partitions: {what}; to change what a group "
                         f"runs, stop every member first or use a new group id "
