@@ -55,6 +55,8 @@ async def test_a_join_moves_only_the_newcomers_share(kafka_broker) -> None:
         await eventually(lambda: shared(2), 60, "a, b and c holding two partitions each")
         after = {name: holding(cluster, name) for name, cluster in members.items()}
     assert after["a"] <= before["a"] and after["b"] <= before["b"], (before, after)
+    gone = (before["a"] - after["a"]) | (before["b"] - after["b"])
+    assert len(gone) == 2 and after["c"] == gone, (before, after)  # the newcomer's share only
 
 
 async def test_a_member_with_other_workers_is_refused(kafka_broker, runs, tmp_path) -> None:
