@@ -4,6 +4,7 @@ the running members go on."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,25 @@ async def still_running(running: Run, topics: list[str], group: str) -> None:
     await wait_split([running], topics, members, 2)
     text = running.text()
     assert "ERROR" not in text, text[-3000:]
-    assert f"consumer group {group!r}: 1 member(s) run a topology other than" in text, (
-        text[-3000:])
+    assert re.search(rf"WARNING connectors.kafka: consumer group {group!r}: \d+ member\(s\) "
+                     rf"run a topology other than the group's", text), text[-3000:]
     assert running.stop() == 0, running.text()[-3000:]
+
+
+async def test_a_refused_worker_stops_every_worker_of_its_command(kafka_broker, runs,
+                                                                  tmp_path) -> None:
+    bootstrap = kafka_broker.bootstrap
+    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
+    await kafka_broker.create_topic(sentences, 2)
+    await kafka_broker.create_topic(counts, 2)
+    conf = word_count_conf(bootstrap, sentences, counts, group)
+    running = Run(tmp_path / "running.log", conf)
+    runs.append(running)
+    await wait_split([running], [sentences], 1, 2)
+    other = Run(tmp_path / "other.log", conf, "--workers", "2", file=TALLY)
+    runs.append(other)
+    errors = [line for line in await refused(other) if "ERROR" in line]
+    assert any("invalid input (status 2); stopping every worker" in e for e in errors), errors
+    said = [e for e in errors if "runs another topology" in e]
+    assert said and all("topology.workers=2 here, 1 in the group" in e for e in said), errors
+    await still_running(running, [sentences], group)
