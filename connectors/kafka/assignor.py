@@ -24,9 +24,10 @@ The leader (one member, chosen by the broker) computes the assignment:
   holds as long as balance allows, only the surplus moves.
 
 Every assignment's user data carries the group's digest and summary and the new round.
-A member whose own digest differs (the leader refused it, or the broker handed back an
-assignment made before it restarted with another topology) calls ``refuse`` once with one
-line saying what differs: the engine then stops with exit status 2. A member with no
+A member whose own digest differs from the group's (the leader refused it, or a static
+member's broker handed back an assignment made before it restarted with another topology)
+calls ``refuse`` once with one line saying what differs: the engine then stops with exit
+status 2. A member with no
 fingerprint (a spout opened outside the engine's runtime) states none and is never
 refused.
 """
@@ -169,8 +170,9 @@ class GroupAssignor(AbstractPartitionAssignor):
         not its own."""
         data = _decode(assignment.user_data)
         fp = self._fingerprint
-        if fp is not None and fp.digest and (data.get("error")
-                                             or data.get("fp") not in (None, "", fp.digest)):
+        # The group's fingerprint decides, not the error: a static member restarted with
+        # the group's topology can be handed back the assignment that refused it before.
+        if fp is not None and fp.digest and data.get("fp") not in (None, "", fp.digest):
             self._held = {}
             self._refuse_once(fp, data)
             return

@@ -134,6 +134,21 @@ def test_an_assignment_from_another_topology_is_refused_by_the_member_itself() -
     assert len(restarted.refusals) == 1 and "topology.workers=1 here" in restarted.refusals[0]
 
 
+def test_a_refusal_handed_back_to_a_member_now_running_the_groups_topology_is_not() -> None:
+    """A static member refused, then restarted with the group's topology, can be handed
+    back its old assignment without a join: the group's fingerprint decides, not the
+    error."""
+    group = {"a": Member(word_count(2))}
+    rebalance(group)
+    group["b"] = Member(word_count(1))
+    metadata = {m: member.assignor.metadata({"in"}) for m, member in group.items()}
+    old = group["a"].assignor.assign(Cluster(**{"in": 4}), metadata)["b"]  # type: ignore[arg-type]
+    assert json.loads(old.user_data)["error"]
+    restarted = Member(word_count(2))
+    restarted.assignor.on_assignment(old)
+    assert restarted.refusals == []
+
+
 def test_a_member_without_fingerprint_is_never_refused() -> None:
     group = {"a": Member(word_count(2)), "b": Member(None)}
     got = rebalance(group)
