@@ -2,10 +2,11 @@
 
 Every consumer a ``KafkaSpout`` (or a repartition hop's reader) starts gets its own
 ``GroupAssignor`` (``strategy``), unless its consumer options name a
-``partition_assignment_strategy`` of their own. It also offers aiokafka's round robin,
-which the broker picks only when a member of the group offers nothing else (another
-client joined the group); each process then says so once per group
-(``RoundRobinFallback``). Nothing is shared between consumers: the
+``partition_assignment_strategy`` of their own. It is the only protocol they offer: a
+client that offers none but Kafka's own cannot join their group (the broker refuses it
+with ``InconsistentGroupProtocolError``), so that no member goes unchecked. (Offering
+round robin second, as a fallback for such a client, made the test broker leave a
+restarted static member without an assignment.) Nothing is shared between consumers: the
 state a member keeps (what it holds, from which round) lives in its assignor instance.
 
 Each member states in its join's user data (JSON):
@@ -47,7 +48,6 @@ from typing import Any
 
 from aiokafka.cluster import ClusterMetadata
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
-from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
@@ -56,8 +56,7 @@ from aiokafka.coordinator.protocol import (
 from connectors.kafka.sticky import Member, sticky_assign
 from engine.keyed.fingerprint import TopologyFingerprint, differences
 
-__all__ = ["NAME", "GroupAssignor", "RoundRobinFallback", "Stated", "group_version", "refusal",
-           "strategy"]
+__all__ = ["NAME", "GroupAssignor", "Stated", "group_version", "refusal", "strategy"]
 
 log = logging.getLogger("connectors.kafka")
 
@@ -198,39 +197,13 @@ class GroupAssignor(AbstractPartitionAssignor):
         self._refuse(self.refused)
 
 
-_fell_back: set[str] = set()  # groups this process said it fell back in (one line each)
-
-
-class RoundRobinFallback(RoundRobinPartitionAssignor):
-    """aiokafka's round robin, offered after the engine's assignor: the broker picks it when
-    a member of the group offers only that (another client, or an engine build before this
-    assignor), and this process then says once per group that it goes without both."""
-
-    def __init__(self, group: str, who: str) -> None:
-        self._group = group
-        self._who = who
-
-    def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:
-        """One WARNING per group and process: the group runs without stickiness or check."""
-        if self._group in _fell_back:
-            return
-        _fell_back.add(self._group)
-        log.warning("%s: consumer group %r assigns by round robin, since a member offers only "
-                    "that (a client other than the engine's Kafka spouts, or an engine build "
-                    "before its own assignor): partitions move on every join and members that "
-                    "run another topology are not refused while it is in the group",
-                    self._who, self._group)
-
-
 def strategy(consumer_options: Mapping[str, Any], fingerprint: TopologyFingerprint | None,
              group: str, who: str, refuse: Callable[[str], None]) -> dict[str, Any]:
-    """The keyword a spout's consumer is built with: a new ``GroupAssignor``, then a
-    ``RoundRobinFallback``, as its ``partition_assignment_strategy``; nothing when
-    ``consumer_options`` name one."""
+    """The keyword a spout's consumer is built with: a new ``GroupAssignor`` as its only
+    ``partition_assignment_strategy``, or nothing when ``consumer_options`` name one."""
     if "partition_assignment_strategy" in consumer_options:
         return {}
-    return {"partition_assignment_strategy": (GroupAssignor(fingerprint, group, who, refuse),
-                                              RoundRobinFallback(group, who))}
+    return {"partition_assignment_strategy": (GroupAssignor(fingerprint, group, who, refuse),)}
 
 
 def _encode(data: Mapping[str, Any]) -> bytes:

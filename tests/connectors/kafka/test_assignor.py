@@ -12,11 +12,10 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberMetadata,
 )
 
-from connectors.kafka.assignor import NAME, GroupAssignor, RoundRobinFallback, strategy
+from connectors.kafka.assignor import NAME, GroupAssignor, strategy
 from engine import TopologyBuilder
 from engine.keyed import TopologyFingerprint, fingerprint
 from engine.testing import FeederSpout
-from tests.connectors.kafka.helpers import unique
 from tests.engine.helpers import Split
 
 
@@ -175,17 +174,8 @@ def test_user_data_that_is_not_ours_states_nothing() -> None:
 def test_the_users_own_strategy_is_kept() -> None:
     mine = (RoundRobinPartitionAssignor,)
     assert strategy({"partition_assignment_strategy": mine}, None, "g", "w", print) == {}
-    chosen, fallback = strategy({}, None, "g", "w", print)["partition_assignment_strategy"]
+    [chosen] = strategy({}, None, "g", "w", print)["partition_assignment_strategy"]
     assert isinstance(chosen, GroupAssignor) and chosen.name == NAME
-    assert isinstance(fallback, RoundRobinFallback) and fallback.name == "roundrobin"
-    other, _ = strategy({}, None, "g", "w", print)["partition_assignment_strategy"]
+    [other] = strategy({}, None, "g", "w", print)["partition_assignment_strategy"]
     assert other is not chosen
 
-
-def test_a_fallback_to_round_robin_is_said_once_per_group(caplog) -> None:
-    group = unique("g")
-    members = [RoundRobinFallback(group, f"KafkaSpout 'lines' task {i}") for i in (1, 2)]
-    for member in members:
-        member.on_assignment(ConsumerProtocolMemberAssignment(0, [("in", [0])], b""))
-    lines = [r.getMessage() for r in caplog.records if group in r.getMessage()]
-    assert len(lines) == 1 and "assigns by round robin" in lines[0], lines
