@@ -37,7 +37,7 @@ from engine.context import StopTime, TopologyContext
 from engine.errors import TopologyError
 from engine.failure import FailReasons
 from engine.flow_control import FlowLimit, HoldLimit, checkpoint_round, longest_hold
-from engine.keyed import hop_sources, with_hops
+from engine.keyed import fingerprint, give_fingerprint, hop_sources, with_hops
 from engine.log_throttle import ErrorThrottle, IntervalWarning
 from engine.outbox import Outbox
 from engine.queue_watch import QueueWatch
@@ -105,6 +105,8 @@ class RunningTopology:
     def __init__(self, name: str, conf: dict[str, Any], topology: Topology) -> None:
         self.name = name
         self.conf = validate_config(conf, f"topology {name!r}")
+        # What this process states to its spouts' consumer groups: the topology as built.
+        self.fingerprint = fingerprint(topology, self.conf)
         self.topology = topology = with_hops(topology, self.conf)
         self.component_conf = {
             d.id: validate_config({**self.conf, **(d.obj.component_configuration() or {}),
@@ -185,6 +187,7 @@ class RunningTopology:
             self.task_stats[d.id].append(stats)
             obj = copy.copy(d.obj)
             if d.is_spout:
+                give_fingerprint(obj, self.fingerprint)
                 pending: dict[int, Any] = {}
                 coll = SpoutOutputCollector(d.id, task_id, routes, outbox, stats, debug,
                                             pending, sample_every, self.clock)

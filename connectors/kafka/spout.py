@@ -59,7 +59,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from connectors.kafka import client_options, input_check, revocations
+from connectors.kafka import assignor, client_options, input_check, revocations
 from connectors.kafka.alone import SplitWatch
 from connectors.kafka.breaker import DeadLetterBreaker, DeadLetterLimit
 from connectors.kafka.broker_watch import BrokerWatch
@@ -82,6 +82,7 @@ from connectors.kafka.spout_options import (
 from connectors.kafka.static_member import instance_id
 from connectors.kafka.throttle import DEFAULT_INTERVAL_SECS, LogThrottle, throttle_aiokafka
 from engine import Bolt, Spout
+from engine.keyed import TopologyFingerprint
 
 __all__ = ["KafkaSpout", "KafkaSpoutMetrics"]
 
@@ -124,6 +125,15 @@ class KafkaSpout(Spout):
     keyed_downstream = False
     """Set by the engine when a fields grouping downstream stays in process
     (``topology.workers`` 1): a task then says so if its process is not alone in the group."""
+
+    topology_fingerprint: TopologyFingerprint | None = None
+    """What the engine process runs, as this spout's consumers state it to their group
+    (``connectors.kafka.assignor``); None outside the engine's runtime."""
+
+    def set_topology_fingerprint(self, fingerprint: TopologyFingerprint) -> None:
+        """Given by the engine before ``open``: members of the group that state another
+        topology are refused, and so is this one if the group runs another."""
+        self.topology_fingerprint = fingerprint
 
     def repartition_hop(self, receiver: str, key_fields: tuple[str, ...],
                         fields: tuple[str, ...]) -> tuple[Bolt, Spout]:
@@ -205,7 +215,10 @@ class KafkaSpout(Spout):
         static_id = instance_id(conf, context, self.consumer_options, log)
         self._consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap_servers,
                                           group_id=self.group_id, **self.consumer_options,
-                                          group_instance_id=static_id)
+                                          group_instance_id=static_id,
+                                          **assignor.strategy(
+                                              self.consumer_options, self.topology_fingerprint,
+                                              self.group_id, who, context.refuse))
         self._fetcher = Fetcher(
             self._consumer, self.decoder, self._undecodable, self._before_revoke,
             max_uncommitted=self.max_uncommitted_offsets, max_buffer=self.buffer_size,

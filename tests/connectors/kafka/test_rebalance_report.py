@@ -16,6 +16,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from connectors.kafka import KafkaSpout
+from connectors.kafka.assignor import strategy
 from connectors.kafka.rebalance import ASKED, RebalanceWatch
 from engine import Config, LocalCluster, TopologyBuilder
 from tests.connectors.kafka.helpers import FAST_GROUP, Slow, eventually, produce, unique
@@ -37,7 +38,8 @@ async def test_a_long_rebalance_is_reported_as_a_rebalance_not_an_outage(
     conf = Config()
     conf.set_message_timeout_secs(60)
     joiner = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
-                              enable_auto_commit=False, **FAST_GROUP)
+                              enable_auto_commit=False, **FAST_GROUP,
+                              **strategy({}, None, group, "joiner", print))
     async with LocalCluster() as cluster:
         await cluster.submit_topology("t", conf, builder.create_topology())
 
