@@ -15,9 +15,11 @@ b.set_bolt("out", KafkaBolt("orders-enriched", "broker:9092", key_field="key",
 At least once from topic to topic: an input offset is committed only after every tuple of
 its tree was acked, and ``KafkaBolt`` acks only what the broker confirmed. Records that
 keep failing, or do not decode, end on the failed topic (``failed.py``) for
-``scripts/replay_failed.py``. Module map: ``spout.py`` (user-facing spout) and
-``spout_options.py``, ``fetcher.py`` (consumer, buffer, rebalance, commits), ``offsets.py``
-and ``retry.py`` (pure bookkeeping), ``failed.py`` (the failed record), ``fit.py`` (cutting
+``scripts/replay_failed.py``. Module map: ``spout.py`` (user-facing spout),
+``consumer_spout.py`` (the consumer it is made of, which the repartition hop's reader
+shares) and ``spout_options.py``, ``repartition.py`` with ``topics.py`` and ``keys.py``
+(the keyed hop), ``keyed_state.py`` and ``changelog.py`` (state behind it), ``fetcher.py``
+(consumer, buffer, rebalance, commits), ``offsets.py`` and ``retry.py`` (pure bookkeeping), ``failed.py`` (the failed record), ``fit.py`` (cutting
 it to size), ``failed_writer.py``, ``breaker.py`` (dead-letter limit), ``outage.py`` and
 ``throttle.py`` (outage lines, log throttling), ``kafka_errors.py``, ``client_options.py``
 (options of every Kafka client), ``codec.py``, ``bolt.py``, ``testing_broker.py`` (Tansu for

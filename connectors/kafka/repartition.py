@@ -11,9 +11,9 @@ With ``topology.workers`` above 1 the engine replaces a fields grouping downstre
   Kafka's default one (murmur2 of the key). A tuple is acked once the broker confirmed its
   record, failed with the produce error otherwise: the upstream tree completes when the hop
   has the record.
-- ``RepartitionSpout``, a ``KafkaSpout`` on that topic in the upstream spout's group, with
-  its options (retries, failed topic, consumer settings): each record starts a new tree,
-  and its offset is committed only when that tree completed. In front of a stateful
+- ``RepartitionSpout``, a Kafka consumer spout (``ConsumerSpout``) on that topic in the
+  upstream spout's group, with its options (retries, failed topic, consumer settings): each
+  record starts a new tree, and its offset is committed only when that tree completed. In front of a stateful
   windowed bolt (``with_offsets_in``) it puts each record's offset in the bolt's
   message-id field.
 
@@ -33,6 +33,7 @@ from typing import Any
 from connectors.kafka import client_options
 from connectors.kafka.bolt import KafkaBolt
 from connectors.kafka.codec import DecodeError
+from connectors.kafka.consumer_spout import ConsumerSpout
 from connectors.kafka.keyed_state import ChangelogInput
 from connectors.kafka.keys import KeyPartitions, record_key
 from connectors.kafka.repartition_codec import (
@@ -42,7 +43,6 @@ from connectors.kafka.repartition_codec import (
     fields_key,
     key_bytes,
 )
-from connectors.kafka.spout import KafkaSpout
 from connectors.kafka.spout_options import KafkaSpoutMetrics
 from connectors.kafka.topics import RETENTION_MS, PartitionMismatch, ensure_topic
 
@@ -64,7 +64,7 @@ def topic_name(group: str, receiver: str) -> str:
     return f"{group}-{receiver}-repartition"
 
 
-def hop(spout: KafkaSpout, receiver: str, key_fields: Sequence[str],
+def hop(spout: ConsumerSpout, receiver: str, key_fields: Sequence[str],
         fields: Sequence[str]) -> tuple[RepartitionWriter, RepartitionSpout]:
     """The writer bolt and reader spout carrying ``fields`` tuples keyed by ``key_fields``
     into bolt ``receiver`` (see ``KafkaSpout.repartition_hop``)."""
@@ -80,7 +80,7 @@ class RepartitionWriter(KafkaBolt):
     """Writes each tuple to the repartition topic keyed by the grouping fields (see the
     module docstring); acks it once the broker confirmed the record."""
 
-    def __init__(self, topic: str, spout: KafkaSpout, key_fields: Sequence[str],
+    def __init__(self, topic: str, spout: ConsumerSpout, key_fields: Sequence[str],
                  fields: Sequence[str]) -> None:
         options = {**client_options.shared(spout.consumer_options),
                    "partitioner": KeyPartitions()}
@@ -178,13 +178,13 @@ class _OffsetRows(_Rows):
         return rows
 
 
-class RepartitionSpout(KafkaSpout):
+class RepartitionSpout(ConsumerSpout):
     """Reads the repartition topic in the upstream spout's group, with its options; emits
     the written tuples' values as ``fields`` on the default stream."""
 
     checks_input = False  # its topic is the engine's, empty until the writer writes
 
-    def __init__(self, topic: str, upstream: KafkaSpout, fields: Sequence[str]) -> None:
+    def __init__(self, topic: str, upstream: ConsumerSpout, fields: Sequence[str]) -> None:
         self.__dict__.update(upstream.__dict__)
         self.input_topics = list(upstream.topics)
         self.topics = [topic]
