@@ -1,5 +1,6 @@
 """The layers of the engine hold: import contracts (``lint-imports``), no import circle in
-``engine/`` and ``connectors/`` (type-only imports counted), and every engine module placed in a layer."""
+``engine/`` and ``connectors/`` (type-only imports counted), and every engine module placed
+in a layer."""
 
 from __future__ import annotations
 

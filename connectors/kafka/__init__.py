@@ -17,13 +17,13 @@ its tree was acked, and ``KafkaBolt`` acks only what the broker confirmed. Recor
 keep failing, or do not decode, end on the failed topic (``failed.py``) for
 ``scripts/replay_failed.py``. Module map: ``spout.py`` (user-facing spout),
 ``consumer_spout.py`` (the consumer it is made of, which the repartition hop's reader
-shares) and ``spout_options.py``, ``repartition.py`` with ``topics.py`` and ``keys.py``
-(the keyed hop), ``keyed_state.py`` and ``changelog.py`` (state behind it), ``fetcher.py``
-(consumer, buffer, rebalance, commits), ``offsets.py`` and ``retry.py`` (pure bookkeeping), ``failed.py`` (the failed record), ``fit.py`` (cutting
-it to size), ``failed_writer.py``, ``breaker.py`` (dead-letter limit), ``outage.py`` and
-``throttle.py`` (outage lines, log throttling), ``kafka_errors.py``, ``client_options.py``
-(options of every Kafka client), ``codec.py``, ``bolt.py``, ``testing_broker.py`` (Tansu for
-tests).
+shares) and ``spout_options.py``, ``repartition.py`` with ``topics.py`` and ``keys.py`` (the
+keyed hop), ``keyed_state.py`` and ``changelog.py`` (state behind it), ``fetcher.py``
+(consumer, buffer, rebalance, commits), ``offsets.py`` and ``retry.py`` (pure bookkeeping),
+``failed.py`` (the failed record), ``fit.py`` (cutting it to size), ``failed_writer.py``,
+``breaker.py`` (dead-letter limit), ``outage.py`` and ``throttle.py`` (outage lines, log
+throttling), ``kafka_errors.py``, ``client_options.py`` (options of every Kafka client),
+``codec.py``, ``bolt.py``, ``testing_broker.py`` (Tansu for tests).
 
 The spouts and the bolt (and the transactional Kafka spouts of ``transactional.py``) are
 imported on first use, so ``connectors.kafka.failed``

@@ -13,9 +13,9 @@ With ``topology.workers`` above 1 the engine replaces a fields grouping downstre
   has the record.
 - ``RepartitionSpout``, a Kafka consumer spout (``ConsumerSpout``) on that topic in the
   upstream spout's group, with its options (retries, failed topic, consumer settings): each
-  record starts a new tree, and its offset is committed only when that tree completed. In front of a stateful
-  windowed bolt (``with_offsets_in``) it puts each record's offset in the bolt's
-  message-id field.
+  record starts a new tree, and its offset is committed only when that tree completed. In
+  front of a stateful windowed bolt (``with_offsets_in``) it puts each record's offset in
+  the bolt's message-id field.
 
 Before either starts, ``ensure_topic`` creates the topic with as many partitions as the
 spout's input (``cleanup.policy=delete``, ``retention.ms`` ``RETENTION_MS``), or checks an
