@@ -29,7 +29,7 @@ from connectors.kafka.batch_send import BatchSender
 from connectors.kafka.client_stop import close_deadline, stop_by
 from connectors.kafka.codec import check_value_format, encode_key, encode_value
 from connectors.kafka.kafka_errors import describe, is_outage
-from connectors.kafka.outage import Outage, StallWatch, servers_text
+from connectors.kafka.outage import IdleProbe, Outage, StallWatch, servers_text
 from connectors.kafka.throttle import DEFAULT_INTERVAL_SECS, LogThrottle, throttle_aiokafka
 from engine import Bolt
 from engine.usercall import fail_on_error
@@ -188,15 +188,25 @@ class KafkaBolt(Bolt):
 
     async def _watch(self) -> None:
         """Every second: an outage when sends stay unanswered (a blackhole); the next
-        confirmed record ends it."""
+        confirmed record ends it. While nothing waits for an answer, a metadata request
+        every third of ``outage_after_secs`` (``IdleProbe``) finds an outage all the same:
+        a bolt with nothing to send (its spouts cut off by the same outage) says so too."""
         stall = StallWatch()
-        while True:
-            await asyncio.sleep(1.0)
-            now = self._loop.time()
-            answered = self._produced + self._errors
-            still = stall.check(answered, self._sent > answered, now)
-            if still >= self.outage_after_secs:
-                self._outage.down(now - still, f"no produce answered for {still:.0f} s")
+        after = self.outage_after_secs
+        idle = IdleProbe(self._producer.client.fetch_all_metadata, self._outage, after,
+                         every=max(1.0, after / 3))
+        try:
+            while True:
+                await asyncio.sleep(1.0)
+                now = self._loop.time()
+                answered = self._produced + self._errors
+                waiting = self._sent > answered
+                still = stall.check(answered, waiting, now)
+                if still >= after:
+                    self._outage.down(now - still, f"no produce answered for {still:.0f} s")
+                idle.look(now, not waiting)
+        finally:
+            await idle.close()
 
     def metrics(self) -> dict[str, Any]:
         """This task's records confirmed by the broker and produce errors (failed tuples)."""

@@ -8,9 +8,13 @@ happens in between (retries, refused connections, timeouts) is counted, not logg
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-__all__ = ["Outage", "StallWatch", "servers_text"]
+__all__ = ["IdleProbe", "Outage", "StallWatch", "servers_text"]
 
 
 class Outage:
@@ -81,3 +85,52 @@ def servers_text(bootstrap_servers: str | list[str]) -> str:
     """``bootstrap_servers`` as one line: ``"host1:9092,host2:9092"``."""
     return bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(
         bootstrap_servers)
+
+
+class IdleProbe:
+    """What a client with nothing waiting for the broker sends to see an outage: a small
+    request of its own (``request()``, a metadata request), every ``every`` seconds while
+    the broker answers, every look while it does not. Its failure, or its silence for
+    ``after`` seconds, starts an outage (``outage.down``: one WARNING); its answer ends one
+    (``outage.up``: one INFO). At most one request is outstanding."""
+
+    __slots__ = ("_after", "_every", "_next", "_outage", "_request", "_since", "_task")
+
+    def __init__(self, request: Callable[[], Awaitable[Any]], outage: Outage, after: float,
+                 every: float) -> None:
+        self._request = request
+        self._outage = outage
+        self._after = after
+        self._every = every
+        self._task: asyncio.Task[Any] | None = None
+        self._since = 0.0
+        self._next = 0.0
+
+    def look(self, now: float, idle: bool) -> None:
+        """Send, or judge, the probe; ``idle``: nothing else waits for the broker now."""
+        task = self._task
+        if task is None:
+            if idle and now >= self._next:
+                self._since = now
+                self._task = asyncio.ensure_future(self._request())
+            return
+        if not task.done():
+            if now - self._since >= self._after:
+                self._outage.down(self._since, f"no answer for {now - self._since:.0f} s to a "
+                                               f"metadata request sent while idle")
+            return
+        self._task = None
+        exc = None if task.cancelled() else task.exception()
+        if exc is None:
+            self._outage.up(now)
+        else:
+            self._outage.down(self._since, f"{type(exc).__name__}: {exc}")
+        self._next = now if self._outage.down_since is not None else now + self._every
+
+    async def close(self) -> None:
+        """Cancel the outstanding probe, if any, and wait for it to end."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task

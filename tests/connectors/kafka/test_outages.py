@@ -117,3 +117,43 @@ async def test_a_spout_with_every_partition_paused_reports_the_outage_too(link, 
     # produces, every partition of the spout stays paused and no fetch can go unanswered.
     lines = await outage_run(*link, "refuse", caplog, buffer_size=10)
     check_lines(lines, ["KafkaSpout 'kafka'", "KafkaBolt 'out'"])
+
+
+@pytest.mark.parametrize("fault", ["refuse", "blackhole"])
+async def test_a_bolt_with_nothing_to_send_reports_the_outage_too(link, caplog,
+                                                                  fault: str) -> None:
+    """The input is empty, so the bolt sends nothing: its own probe still sees the outage,
+    one WARNING, and its end, one INFO (a keyed run's writer and sink bolts stop getting
+    tuples as soon as their spouts are cut off)."""
+    faulty, broker = link
+    bootstrap = f"127.0.0.1:{faulty.port}"
+    source, sink, group = unique("in"), unique("out"), unique("g")
+    for topic in (source, sink):
+        await broker.create_topic(topic, 1)
+    builder = TopologyBuilder()
+    builder.set_spout("kafka", KafkaSpout(source, bootstrap, group, outage_after_secs=2.0,
+                                          **FAST_GROUP, **CLIENT))
+    builder.set_bolt("out", KafkaBolt(sink, bootstrap, key_field="key", value_field="value",
+                                      outage_after_secs=2.0, **CLIENT)).shuffle_grouping("kafka")
+    caplog.set_level(logging.INFO)
+
+    def said(text: str) -> int:
+        return sum(r.getMessage().startswith("KafkaBolt 'out'") and text in r.getMessage()
+                   for r in caplog.records if r.name == "connectors.kafka")
+
+    async with LocalCluster() as cluster:
+        await cluster.submit_topology("idle", Config(), builder.create_topology())
+        getattr(faulty, fault)()
+
+        async def warned() -> bool:
+            return said("Kafka broker unreachable") == 1
+
+        await eventually(warned, 30, "the idle bolt's outage warning")
+        faulty.heal()
+
+        async def back() -> bool:
+            return said("reachable again") == 1
+
+        await eventually(back, 30, "the idle bolt's line saying the broker is back")
+        await cluster.kill_topology("idle", wait_secs=1)
+    assert said("Kafka broker unreachable") == 1
