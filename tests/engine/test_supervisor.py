@@ -178,13 +178,20 @@ def test_worker_arguments_give_each_worker_its_id() -> None:
 
 def test_a_worker_failing_twice_the_same_way_before_it_runs_stops_the_supervisor(
         tmp_path: Path) -> None:
-    # The workers' repartition hop needs msgspec; this one is not installed.
-    (tmp_path / "msgspec.py").write_text(
-        "raise ModuleNotFoundError(\"No module named 'msgspec'\", name='msgspec')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(tmp_path), str(REPO)))}
+    # The topology builds in the supervisor; in a worker its build fails the way a module
+    # missing from the worker's environment and imported late does.
+    topology = tmp_path / "relay_in_workers.py"
+    topology.write_text(
+        "import os\n"
+        "from tests.connectors.kafka.relay_topology import CONF, build as relay\n"
+        "def build(conf):\n"
+        "    if os.environ.get('STORMLOOP_WORKER_INDEX'):\n"
+        "        raise ModuleNotFoundError(\"No module named 'msgspec'\", name='msgspec')\n"
+        "    return relay(conf)\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     conf = {"kafka.bootstrap.servers": "127.0.0.1:1", "relay.source": "in",
             "relay.sink": "out", "relay.group": "g", "relay.keyed": "true"}
-    args = [sys.executable, "-m", "engine", "run", str(RELAY), "--workers", "2"]
+    args = [sys.executable, "-m", "engine", "run", str(topology), "--workers", "2"]
     for key, value in conf.items():
         args += ["--conf", f"{key}={value}"]
     proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
@@ -196,6 +203,20 @@ def test_a_worker_failing_twice_the_same_way_before_it_runs_stops_the_supervisor
         r"ran \(status 1\): ModuleNotFoundError: No module named 'msgspec'; install it with "
         r"pip install 'stormloop\[kafka\]'; stopping every worker", stops[0]), stops[0]
     assert proc.stderr.count("started (pid") <= 4  # each worker ran twice at most
+
+
+def test_a_missing_extra_stops_the_supervisor_before_any_worker(tmp_path: Path) -> None:
+    (tmp_path / "msgspec.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'msgspec'\", name='msgspec')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(tmp_path), str(REPO)))}
+    args = [sys.executable, "-m", "engine", "run", str(RELAY), "--workers", "2",
+            "--conf", "kafka.bootstrap.servers=127.0.0.1:1"]
+    proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.stderr.strip().endswith(
+        "No module named 'msgspec'; install it with pip install 'stormloop[kafka]'"), (
+        proc.stderr[-3000:])
+    assert "started (pid" not in proc.stderr
 
 
 async def test_workers_wait_for_a_broker_unreachable_at_start(supervised, tmp_path: Path) -> None:
