@@ -42,7 +42,9 @@ def stormloop(*args: str, cwd: Path, module: bool = False, extra_path: str = "",
         command = [sys.executable, "-m", "stormloop", *args]
     else:
         script = (bin_dir or cwd.parent / "bin") / "stormloop"
-        assert not script.is_relative_to(ROOT.parent), f"{script} is not a test's own"
+        # Never beside or inside the checkout (a run from the checkout's own directory).
+        assert script.parent != ROOT.parent / "bin" and not script.is_relative_to(ROOT), (
+            f"{script} is not a test's own")
         script.parent.mkdir(exist_ok=True)
         script.write_text(ENTRY_POINT)
         command = [sys.executable, str(script), *args]
