@@ -67,6 +67,15 @@ async def seed(kafka_broker, group: str, sentences: str) -> str:
     return changelog
 
 
+async def new_count(kafka_broker) -> tuple[str, str, str, str]:
+    """The broker's address, and a new word count's sentences and counts topics (2
+    partitions each) and group."""
+    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
+    await kafka_broker.create_topic(sentences, 2)
+    await kafka_broker.create_topic(counts, 2)
+    return kafka_broker.bootstrap, sentences, counts, group
+
+
 def restores(run: Run) -> list[tuple[int, str]]:
     """``(records read, how)`` of each partition restore ``run`` logged."""
     out = []
@@ -79,10 +88,7 @@ def restores(run: Run) -> list[tuple[int, str]]:
 
 async def test_a_host_killed_and_started_again_reads_only_what_changed(
         kafka_broker, runs, tmp_path: Path) -> None:
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
+    bootstrap, sentences, counts, group = await new_count(kafka_broker)
     changelog = await seed(kafka_broker, group, sentences)
     hop = topic_name(group, "count")
     conf = word_count_conf(bootstrap, sentences, counts, group,
@@ -117,10 +123,7 @@ async def test_a_host_killed_and_started_again_reads_only_what_changed(
 async def counted_once(kafka_broker, runs, tmp_path: Path) -> tuple[dict[str, object], str]:
     """A stateful count of 600 sentences run to the truth and stopped; its conf and
     changelog topic."""
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
+    bootstrap, sentences, counts, group = await new_count(kafka_broker)
     conf = word_count_conf(bootstrap, sentences, counts, group,
                            **{"topology.state.checkpoint.interval.ms": 200,
                               "topology.workers": 2})
@@ -196,10 +199,7 @@ async def test_a_standby_copy_makes_a_failover_read_only_the_last_records(
     """Two hosts with ``topology.state.standby.replicas=1``: each follows the changelog of
     the partitions the other owns. One is SIGKILLed: the survivor takes over its standby
     copies and reads only what they had not caught up with, not the 20,000 keys each."""
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
+    bootstrap, sentences, counts, group = await new_count(kafka_broker)
     await seed(kafka_broker, group, sentences)
     hop = topic_name(group, "count")
     conf = word_count_conf(bootstrap, sentences, counts, group,
@@ -238,10 +238,7 @@ async def test_a_join_and_a_leave_restore_nothing_for_partitions_that_stay(
     """Host A holds both partitions of a state seeded with 20,000 keys each; B joins, then
     leaves. The partition A keeps through the join is read again from where A stood (no
     record), and at the leave A reads of the partition it gets back only what B wrote."""
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
+    bootstrap, sentences, counts, group = await new_count(kafka_broker)
     await seed(kafka_broker, group, sentences)
     hop = topic_name(group, "count")
     conf = word_count_conf(bootstrap, sentences, counts, group,
