@@ -193,8 +193,10 @@ class KafkaBolt(Bolt):
         a bolt with nothing to send (its spouts cut off by the same outage) says so too."""
         stall = StallWatch()
         after = self.outage_after_secs
-        idle = IdleProbe(self._producer.client.fetch_all_metadata, self._outage, after,
-                         every=max(1.0, after / 3))
+        idle = IdleProbe(self._outage, after, max(1.0, after / 3),
+                         "a metadata request sent while idle",
+                         lambda exc: f"{type(exc).__name__}: {exc}")
+        metadata = self._producer.client.fetch_all_metadata
         try:
             while True:
                 await asyncio.sleep(1.0)
@@ -204,7 +206,7 @@ class KafkaBolt(Bolt):
                 still = stall.check(answered, waiting, now)
                 if still >= after:
                     self._outage.down(now - still, f"no produce answered for {still:.0f} s")
-                idle.look(now, not waiting)
+                idle.look(now, None if waiting else metadata)
         finally:
             await idle.close()
 

@@ -22,15 +22,14 @@ with its length when it ends.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Collection, Mapping
+import functools
+from collections.abc import Mapping
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer
 
 from connectors.kafka.kafka_errors import describe, is_outage
-from connectors.kafka.outage import Outage, StallWatch
+from connectors.kafka.outage import IdleProbe, Outage, StallWatch
 
 __all__ = ["BrokerWatch", "FetchAnswers"]
 
@@ -64,12 +63,11 @@ class BrokerWatch:
         self._consumer = consumer
         self._outage = outage
         self._after = after
-        self._probe_every = probe_every
         self._answers = FetchAnswers()
         self._stall = StallWatch()
-        self._probe: asyncio.Task[Any] | None = None
-        self._probe_since = 0.0
-        self._next_probe = 0.0
+        self._probe = IdleProbe(outage, after, probe_every,
+                                "a probe sent while every partition is paused",
+                                lambda exc: describe(exc) if is_outage(exc) else None)
 
     def look(self, now: float, halted: bool, rebalancing: bool = False) -> None:
         """Compare the fetches with the last look; probe if nothing fetches (while the group
@@ -87,37 +85,10 @@ class BrokerWatch:
         still = self._stall.check(marker, bool(fetching) and not halted, now)
         if still >= self._after:
             self._outage.down(now - still, f"no fetch answered for {still:.0f} s")
-        self._look_at_probe(now, () if fetching or halted else assigned)
-
-    def _look_at_probe(self, now: float, idle: Collection[TopicPartition]) -> None:
-        probe = self._probe
-        if probe is None:
-            if idle and now >= self._next_probe:
-                self._probe_since = now
-                self._probe = asyncio.ensure_future(
-                    self._consumer.beginning_offsets(sorted(idle)))
-            return
-        if not probe.done():
-            silent = now - self._probe_since
-            if silent >= self._after:
-                self._outage.down(self._probe_since,
-                                  f"no answer for {silent:.0f} s to a probe sent while "
-                                  f"every partition is paused")
-            return
-        self._probe = None
-        exc = None if probe.cancelled() else probe.exception()
-        if exc is None:
-            self._outage.up(now)
-        elif is_outage(exc):
-            self._outage.down(self._probe_since, describe(exc))
-        # Any other error is an answer from a reachable broker: neither line.
-        down = self._outage.down_since is not None
-        self._next_probe = now if down else now + self._probe_every
+        idle = not (fetching or halted) and bool(assigned)
+        self._probe.look(now, functools.partial(consumer.beginning_offsets, sorted(assigned))
+                         if idle else None)
 
     async def close(self) -> None:
         """Cancel the outstanding probe, if any, and wait for it to end."""
-        probe, self._probe = self._probe, None
-        if probe is not None:
-            probe.cancel()
-            with contextlib.suppress(BaseException):
-                await probe
+        await self._probe.close()

@@ -89,42 +89,47 @@ def servers_text(bootstrap_servers: str | list[str]) -> str:
 
 class IdleProbe:
     """What a client with nothing waiting for the broker sends to see an outage: a small
-    request of its own (``request()``, a metadata request), every ``every`` seconds while
-    the broker answers, every look while it does not. Its failure, or its silence for
-    ``after`` seconds, starts an outage (``outage.down``: one WARNING); its answer ends one
-    (``outage.up``: one INFO). At most one request is outstanding."""
+    request of its own, every ``every`` seconds while the broker answers, every look while
+    it does not. Its failure (``failure(exc)`` gives the cause, or None for an error that is
+    an answer from a reachable broker), or its silence for ``after`` seconds, starts an
+    outage (``outage.down``: one WARNING); its answer ends one (``outage.up``: one INFO).
+    ``what`` names the request in the silence's cause. At most one request is
+    outstanding."""
 
-    __slots__ = ("_after", "_every", "_next", "_outage", "_request", "_since", "_task")
+    __slots__ = ("_after", "_every", "_failure", "_next", "_outage", "_since", "_task",
+                 "_what")
 
-    def __init__(self, request: Callable[[], Awaitable[Any]], outage: Outage, after: float,
-                 every: float) -> None:
-        self._request = request
+    def __init__(self, outage: Outage, after: float, every: float, what: str,
+                 failure: Callable[[BaseException], str | None]) -> None:
         self._outage = outage
         self._after = after
         self._every = every
+        self._what = what
+        self._failure = failure
         self._task: asyncio.Task[Any] | None = None
         self._since = 0.0
         self._next = 0.0
 
-    def look(self, now: float, idle: bool) -> None:
-        """Send, or judge, the probe; ``idle``: nothing else waits for the broker now."""
+    def look(self, now: float, request: Callable[[], Awaitable[Any]] | None) -> None:
+        """Judge the outstanding probe, or send ``request()`` when one is due; ``request``
+        None: the client is not idle (its own requests show the broker's answers)."""
         task = self._task
         if task is None:
-            if idle and now >= self._next:
+            if request is not None and now >= self._next:
                 self._since = now
-                self._task = asyncio.ensure_future(self._request())
+                self._task = asyncio.ensure_future(request())
             return
         if not task.done():
             if now - self._since >= self._after:
-                self._outage.down(self._since, f"no answer for {now - self._since:.0f} s to a "
-                                               f"metadata request sent while idle")
+                self._outage.down(self._since, f"no answer for {now - self._since:.0f} s to "
+                                               f"{self._what}")
             return
         self._task = None
         exc = None if task.cancelled() else task.exception()
         if exc is None:
             self._outage.up(now)
-        else:
-            self._outage.down(self._since, f"{type(exc).__name__}: {exc}")
+        elif (cause := self._failure(exc)) is not None:
+            self._outage.down(self._since, cause)
         self._next = now if self._outage.down_since is not None else now + self._every
 
     async def close(self) -> None:
