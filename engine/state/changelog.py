@@ -42,7 +42,7 @@ from engine.state.store import DELETED
 
 __all__ = ["MARKER_KEY", "RESTORE_BATCH", "START_KEY", "ChangelogRestore",
            "ChangelogUnreadable", "StateRefused", "encode_changes", "encode_marker",
-           "encode_start", "partition_namespace", "refusal"]
+           "encode_start", "not_json", "partition_namespace", "read_marker", "refusal"]
 
 RESTORE_BATCH = 20_000
 """Changelog records applied per SQLite transaction during a restore."""
@@ -156,13 +156,12 @@ class ChangelogRestore:
         if key == START_KEY:
             self.started = True
         elif key == MARKER_KEY:
-            try:
-                first, covered = (int(v) for v in value.split(b" "))
-            except ValueError:
+            marker = read_marker(value)
+            if marker is None:
                 self._bad[key] = (offset, f"marker {value[:40]!r} is not two integers")
                 return
             self._bad.pop(key, None)
-            self.marker = (first, covered)
+            self.marker = marker
 
     def finish(self) -> int:
         """Write what is left; the number of change records applied. Raises
@@ -184,24 +183,43 @@ class ChangelogRestore:
         self._pending, self._at = {}, {}
 
     def _check_json(self, pending: dict[bytes, bytes | None]) -> None:
-        """Keys and values that are not JSON leave ``pending`` for the bad records: one
-        parse of the whole batch, then one per record only if it failed."""
-        bodies = [k for k in pending] + [v for v in pending.values() if v is not None]
-        try:
-            orjson.loads(b"[" + b",".join(bodies) + b"]")
-            return
-        except orjson.JSONDecodeError:
-            pass
-        for key, value in list(pending.items()):
-            for what, raw in (("key", key), ("value", value)):
-                if raw is None:
-                    continue
-                try:
-                    orjson.loads(raw)
-                except orjson.JSONDecodeError as exc:
-                    self._bad[key] = (self._at[key], f"{what} is not JSON: {exc}")
-                    del pending[key]
-                    break
+        """Keys and values that are not JSON leave ``pending`` for the bad records."""
+        records = list(pending.items())
+        for i, cause in not_json(records):
+            key = records[i][0]
+            self._bad[key] = (self._at[key], cause)
+            del pending[key]
+
+
+def read_marker(value: bytes) -> tuple[int, int] | None:
+    """A marker record's ``(committed, covered)``, or None if it is not two integers."""
+    try:
+        first, covered = (int(v) for v in value.split(b" "))
+    except ValueError:
+        return None
+    return first, covered
+
+
+def not_json(records: list[tuple[bytes, bytes | None]]) -> list[tuple[int, str]]:
+    """``(index, cause)`` of each record ``(key, value)`` whose key or value (``None``: a
+    delete) is not JSON: one parse of them all, then one per record only if it failed."""
+    raws = [k for k, _ in records] + [v for _, v in records if v is not None]
+    try:
+        orjson.loads(b"[" + b",".join(raws) + b"]")
+        return []
+    except orjson.JSONDecodeError:
+        pass
+    found = []
+    for i, (key, value) in enumerate(records):
+        for what, raw in (("key", key), ("value", value)):
+            if raw is None:
+                continue
+            try:
+                orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                found.append((i, f"{what} is not JSON: {exc}"))
+                break
+    return found
 
 
 def refusal(where: str, group: str, committed: int | None, restore: ChangelogRestore,

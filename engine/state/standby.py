@@ -18,9 +18,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
-import orjson
-
-from engine.state.changelog import MARKER_KEY, START_KEY
+from engine.state.changelog import MARKER_KEY, START_KEY, not_json, read_marker
 from engine.state.partition_store import PartitionStore
 
 __all__ = ["StandbyCopy", "StandbyKeeper", "standby_namespace"]
@@ -67,10 +65,10 @@ class StandbyCopy:
             self.started = True
             return True
         if key == MARKER_KEY:
-            parts = value.split(b" ")
-            if len(parts) != 2 or not all(p.lstrip(b"-").isdigit() for p in parts):
+            marker = read_marker(value)
+            if marker is None:
                 return False
-            self.marker = (int(parts[0]), int(parts[1]))
+            self.marker = marker
             return True
         head, sep, body = value.partition(b" ")
         if not head.isdigit():
@@ -93,23 +91,13 @@ class StandbyCopy:
             self.store.settle(self.namespace, committed)
 
     def _check_json(self) -> None:
-        """Cut the rows at the first whose key or value is not JSON: one parse of them
-        all, then one per row only if that failed."""
+        """Cut the rows at the first whose key or value is not JSON."""
         rows = self._rows
-        parts = [r[2] for r in rows] + [r[3] for r in rows if r[3] is not None]
-        try:
-            orjson.loads(b"[" + b",".join(parts) + b"]")
-            return
-        except orjson.JSONDecodeError:
-            pass
-        for i, (offset, _, key, value) in enumerate(rows):
-            try:
-                orjson.loads(key)
-                if value is not None:
-                    orjson.loads(value)
-            except orjson.JSONDecodeError:
-                self._rows, self.stopped_at, self.next_offset = rows[:i], offset, offset
-                return
+        bad = not_json([(key, value) for _, _, key, value in rows])
+        if bad:
+            i = bad[0][0]
+            self._rows, self.stopped_at = rows[:i], rows[i][0]
+            self.next_offset = rows[i][0]
 
 
 Follow = Callable[[int, StandbyCopy], Awaitable[None]]
