@@ -98,6 +98,7 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
         self.source = source
         self.restores = 0
         self.restored_records = 0
+        self.standbys: StandbyKeeper | None = None  # with topology.state.standby.replicas
 
     def open_state(self, conf: dict[str, Any], context: TopologyContext) -> KeyValueState:
         self.store: SqliteStateStore | None = open_store(conf)
@@ -115,7 +116,6 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
         self.context = context
         await self.source.start(self._revoked, self._assigned,
                                 bool(conf.get(TOPOLOGY_STATE_ALLOW_EMPTY)))
-        self.standbys: StandbyKeeper | None = None
         if conf.get(TOPOLOGY_STATE_STANDBY_REPLICAS):
             prefix = self.parts.namespace
             self.standbys = StandbyKeeper(
@@ -180,7 +180,7 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
                         changes.get(partition, {}), at.first, at.next_offset, at.marker)
 
     async def _assigned(self, partitions: list[int]) -> None:
-        standbys = getattr(self, "standbys", None)
+        standbys = self.standbys
         if standbys is not None:
             await standbys.drop(partitions)  # their copies are the restores' to take
         for partition in partitions:
@@ -199,8 +199,8 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
                     self.out.fail(tup)
                 self.parts.close(partition)
             self._fail_uncommitted(set(partitions))
-        if getattr(self, "standbys", None) is not None:
-            self.standbys.keep(partitions)  # type: ignore[union-attr]
+        if self.standbys is not None:
+            self.standbys.keep(partitions)
 
     async def _leave(self, partition: int) -> list[Tuple]:
         """Put away what the bolt keeps of revoked ``partition`` beside its state; the
@@ -227,7 +227,7 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
         own = getattr(getattr(self, "bolt", None), "metrics", None)
         out: dict[str, Any] = dict(own()) if callable(own) else {}
         holds = getattr(self, "holds", None)
-        standbys = getattr(self, "standbys", None)
+        standbys = self.standbys
         out.update(state_restores=self.restores, state_restored_records=self.restored_records,
                    state_restoring=0 if holds is None else len(holds.restoring()),
                    state_standby_partitions=0 if standbys is None else len(
@@ -238,9 +238,8 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
         holds = getattr(self, "holds", None)
         if holds is not None:
             await holds.close()
-        standbys = getattr(self, "standbys", None)
-        if standbys is not None:
-            await standbys.close()
+        if self.standbys is not None:
+            await self.standbys.close()
         await self.source.stop()
         await super().cleanup()
 
