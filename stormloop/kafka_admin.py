@@ -23,7 +23,14 @@ import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import IO, Any
 
-from stormloop.kafka_tools import DEFAULT_BOOTSTRAP, ToolError, _aiokafka, _run, _unreachable
+from stormloop.kafka_tools import (
+    DEFAULT_BOOTSTRAP,
+    ToolError,
+    _aiokafka,
+    _partitions,
+    _run,
+    _unreachable,
+)
 
 __all__ = ["groups", "topics"]
 
@@ -130,12 +137,7 @@ async def _ends(bootstrap: str, name: str, group: str | None = None
     """Per partition: log start, end (fetch high watermark), and ``group``'s committed
     offset (``None`` if it never committed; all ``None`` without a group)."""
     async with _started(_reader(bootstrap, group), bootstrap) as reader:
-        known = await reader.topics()
-        if name not in known:
-            others = sorted(t for t in known if not t.startswith("__"))
-            raise ToolError(f"topic {name!r} does not exist; topics: {others}", 2)
-        tps = [_aiokafka().TopicPartition(name, p)
-               for p in sorted(reader.partitions_for_topic(name) or ())]
+        tps = await _partitions(reader, name)
         committed = {tp.partition: await reader.committed(tp) if group else None
                      for tp in tps}
         starts = await reader.beginning_offsets(tps)
