@@ -155,13 +155,15 @@ class ChangelogInput:
         committed = await self.committed(partition)
         where = f"changelog {self.topic!r} partition {partition}"
         held = store.position(namespace)
-        if held is not None and held.topic == self.topic:
+        if held is not None and held.topic != self.topic:
+            held = None  # what the host holds came from another changelog
+        if held is not None:
             store.resume(namespace, committed or 0)
             restore = self._restore(store, namespace, committed, where, held)
             read = await self._read(partition, held.next_offset, restore)
             if read.rewound:
                 held = None
-        if held is None or held.topic != self.topic:
+        if held is None:
             store.begin(namespace, self.topic)
             restore = self._restore(store, namespace, committed, where, None)
             read = await self._read(partition, 0, restore)

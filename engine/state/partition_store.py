@@ -105,13 +105,8 @@ class PartitionStore:
               marker: tuple[int, int] | None, started: bool) -> None:
         """Restore: put encoded changelog ``records`` (``None``: deleted) in the map and
         move the position to ``next_offset``, in one transaction."""
-        puts = [(ns, k, v) for k, v in records.items() if v is not None]
-        gone = [(ns, k) for k, v in records.items() if v is None]
         with self.store.transaction() as conn:
-            conn.executemany("INSERT OR REPLACE INTO kv (ns, key, value) VALUES (?, ?, ?)",
-                             puts)
-            if gone:
-                conn.executemany("DELETE FROM kv WHERE ns = ? AND key = ?", gone)
+            self._put(conn, ns, records)
             self._move(conn, ns, next_offset, marker, started)
 
     def commit(self, ns: str, changes: Mapping[Any, Any], first: int, next_offset: int,
@@ -179,14 +174,17 @@ class PartitionStore:
                             " ORDER BY seq", args).fetchall()
         if not rows:
             return
-        latest: dict[bytes, bytes | None] = {}
-        for key, value in rows:
-            latest[key] = value
-        conn.executemany("INSERT OR REPLACE INTO kv (ns, key, value) VALUES (?, ?, ?)",
-                         [(ns, k, v) for k, v in latest.items() if v is not None])
-        conn.executemany("DELETE FROM kv WHERE ns = ? AND key = ?",
-                         [(ns, k) for k, v in latest.items() if v is None])
+        PartitionStore._put(conn, ns, dict(rows))  # in order: each key's last change
         conn.execute("DELETE FROM unsettled WHERE ns = ?" + bound, args)
+
+    @staticmethod
+    def _put(conn: Any, ns: str, records: Mapping[bytes, bytes | None]) -> None:
+        """Encoded ``key -> value`` records (``None``: deleted) into ``ns``'s map."""
+        conn.executemany("INSERT OR REPLACE INTO kv (ns, key, value) VALUES (?, ?, ?)",
+                         [(ns, k, v) for k, v in records.items() if v is not None])
+        gone = [(ns, k) for k, v in records.items() if v is None]
+        if gone:
+            conn.executemany("DELETE FROM kv WHERE ns = ? AND key = ?", gone)
 
     @staticmethod
     def _forget(conn: Any, ns: str) -> None:

@@ -165,24 +165,6 @@ class SqliteStateStore:
                     conn.execute("INSERT OR REPLACE INTO kv (ns, key, value) VALUES (?, ?, ?)",
                                  (ns, key, _encode(v, "value", ns)))
 
-    def clear(self, ns: str) -> None:
-        """Drop ``ns``: its committed map, txid and prepared changes (before a restore)."""
-        with self._transaction() as conn:
-            conn.execute("DELETE FROM kv WHERE ns = ?", (ns,))
-            conn.execute("DELETE FROM committed WHERE ns = ?", (ns,))
-            self._drop_prepared(conn, ns)
-
-    def restore(self, ns: str, records: Mapping[bytes, bytes | None]) -> None:
-        """Apply encoded ``key -> value`` records (``None``: deleted) to ``ns``'s committed
-        map in one transaction."""
-        puts = [(ns, k, v) for k, v in records.items() if v is not None]
-        gone = [(ns, k) for k, v in records.items() if v is None]
-        with self._transaction() as conn:
-            conn.executemany("INSERT OR REPLACE INTO kv (ns, key, value) VALUES (?, ?, ?)",
-                             puts)
-            if gone:
-                conn.executemany("DELETE FROM kv WHERE ns = ? AND key = ?", gone)
-
     @property
     def connection(self) -> sqlite3.Connection:
         """The file's connection, for reads of the tables that modules beside this one keep
