@@ -13,7 +13,12 @@ from connectors.kafka.repartition import topic_name
 from engine import LocalCluster, TopologyBuilder
 from engine.testing import CaptureBolt
 from tests.connectors.kafka.helpers import FAST_GROUP, eventually, produce, unique
-from tests.connectors.kafka.test_keyed_processes import Run, wait_split, word_count_conf
+from tests.connectors.kafka.test_keyed_processes import (
+    Run,
+    new_count,
+    wait_split,
+    word_count_conf,
+)
 from tests.connectors.kafka.test_keyed_state_restarts import refused
 
 TALLY = Path(__file__).with_name("tally_topology.py")
@@ -61,10 +66,7 @@ async def test_a_join_moves_only_the_newcomers_share(kafka_broker) -> None:
 
 
 async def test_a_member_with_other_workers_is_refused(kafka_broker, runs, tmp_path) -> None:
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
+    bootstrap, sentences, counts, group = await new_count(kafka_broker)
     conf = word_count_conf(bootstrap, sentences, counts, group)
     running = Run(tmp_path / "running.log", conf, "--workers", "2")
     runs.append(running)
@@ -81,10 +83,7 @@ async def test_a_member_with_other_workers_is_refused(kafka_broker, runs, tmp_pa
 
 async def test_a_member_of_another_topology_file_is_refused(kafka_broker, runs,
                                                             tmp_path) -> None:
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
+    bootstrap, sentences, counts, group = await new_count(kafka_broker)
     conf = word_count_conf(bootstrap, sentences, counts, group)
     running = Run(tmp_path / "running.log", conf)
     runs.append(running)
@@ -113,10 +112,7 @@ async def still_running(running: Run, topics: list[str], group: str) -> None:
 
 async def test_a_refused_worker_stops_every_worker_of_its_command(kafka_broker, runs,
                                                                   tmp_path) -> None:
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
+    bootstrap, sentences, counts, group = await new_count(kafka_broker)
     conf = word_count_conf(bootstrap, sentences, counts, group)
     running = Run(tmp_path / "running.log", conf)
     runs.append(running)

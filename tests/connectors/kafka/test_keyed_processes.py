@@ -78,6 +78,15 @@ def word_count_conf(bootstrap: str, sentences: str, counts: str, group: str,
             "kafka.commit.interval.secs": 0.5, **more}
 
 
+async def new_count(kafka_broker) -> tuple[str, str, str, str]:
+    """The broker's address, and a new word count's sentences and counts topics (2
+    partitions each) and group."""
+    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
+    await kafka_broker.create_topic(sentences, 2)
+    await kafka_broker.create_topic(counts, 2)
+    return kafka_broker.bootstrap, sentences, counts, group
+
+
 def sentences_of(n: int, seed: int = 7) -> list[str]:
     rng = random.Random(seed)
     return [" ".join(rng.choice(WORDS) for _ in range(8)) for _ in range(n)]
@@ -142,10 +151,7 @@ async def keyed_run(kafka_broker, runs: list[Run], tmp_path: Path, start,
     """Start the word count with ``start(conf)`` (``more`` added to the conf), write the
     input once the members share both topics, and check that every word's last count is
     exactly the truth."""
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
+    bootstrap, sentences, counts, group = await new_count(kafka_broker)
     conf = word_count_conf(bootstrap, sentences, counts, group, **more)
     start(conf)
     await wait_split(runs, [sentences, topic_name(group, "count")], 2, 2)
@@ -188,10 +194,7 @@ async def refusal(run: Run) -> str:
 
 async def test_repartition_topic_with_other_partition_count_is_refused(
         kafka_broker, tmp_path) -> None:
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
+    bootstrap, sentences, counts, group = await new_count(kafka_broker)
     await kafka_broker.create_topic(topic_name(group, "count"), 3)
     conf = word_count_conf(bootstrap, sentences, counts, group)
     line = await refusal(Run(tmp_path / "refused.log", conf, "--workers", "2"))
@@ -201,10 +204,7 @@ async def test_repartition_topic_with_other_partition_count_is_refused(
 
 async def test_member_not_alone_with_one_worker_logs_split_results(kafka_broker, runs,
                                                                    tmp_path) -> None:
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
+    bootstrap, sentences, counts, group = await new_count(kafka_broker)
     conf = word_count_conf(bootstrap, sentences, counts, group)
     for name in ("a", "b"):
         runs.append(Run(tmp_path / f"{name}.log", conf))

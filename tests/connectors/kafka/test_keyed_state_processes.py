@@ -22,7 +22,6 @@ from tests.connectors.kafka.helpers import (
     produce,
     read_all,
     total_committed,
-    unique,
 )
 from tests.connectors.kafka.test_keyed_processes import (
     REPO,
@@ -30,6 +29,7 @@ from tests.connectors.kafka.test_keyed_processes import (
     Run,
     counts_not_under,
     keyed_run,
+    new_count,
     refusal,
     sentences_of,
     wait_split,
@@ -76,10 +76,7 @@ async def test_a_killed_members_partitions_and_state_move_to_the_survivor(
     restores the killed member's partitions from their changelogs and finishes. No count
     is under the truth; the over-count is at most the words of sentences not committed at
     the kill (8 each) plus the repartition records not committed then (docs/scaling.md)."""
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
+    bootstrap, sentences, counts, group = await new_count(kafka_broker)
     conf = word_count_conf(bootstrap, sentences, counts, group,
                            **{"topology.state.checkpoint.interval.ms": 200,
                               "topology.workers": 2})
@@ -120,10 +117,7 @@ async def test_a_killed_members_partitions_and_state_move_to_the_survivor(
 
 async def test_a_changelog_with_another_partition_count_is_refused(kafka_broker,
                                                                   tmp_path) -> None:
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
+    bootstrap, sentences, counts, group = await new_count(kafka_broker)
     changelog = changelog_name(group, "count")
     await kafka_broker.create_topic(changelog, 3, {"cleanup.policy": "compact",
                                                    "retention.ms": "-1"})
@@ -145,10 +139,7 @@ async def test_a_large_restore_holds_only_its_own_partition(kafka_broker, runs, 
     from engine.murmur2 import default_partition
     from engine.state.changelog import encode_changes
 
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
+    bootstrap, sentences, counts, group = await new_count(kafka_broker)
     hop = topic_name(group, "count")
     await kafka_broker.create_topic(hop, 2, {"cleanup.policy": "delete", "retention.ms": "-1"})
     # One record in hop partition 1, committed past: changelog records of offset 0 apply.

@@ -22,12 +22,12 @@ from tests.connectors.kafka.helpers import (
     high_watermarks,
     produce,
     total_committed,
-    unique,
 )
 from tests.connectors.kafka.test_keyed_processes import (
     WORDS,
     Run,
     counts_not_under,
+    new_count,
     sentences_of,
     wait_split,
     wait_truth,
@@ -65,15 +65,6 @@ async def seed(kafka_broker, group: str, sentences: str) -> str:
     finally:
         await writer.stop()
     return changelog
-
-
-async def new_count(kafka_broker) -> tuple[str, str, str, str]:
-    """The broker's address, and a new word count's sentences and counts topics (2
-    partitions each) and group."""
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
-    return kafka_broker.bootstrap, sentences, counts, group
 
 
 def restores(run: Run) -> list[tuple[int, str]]:

@@ -29,6 +29,7 @@ from tests.connectors.kafka.helpers import (
 from tests.connectors.kafka.test_keyed_processes import (
     Run,
     counts_not_under,
+    new_count,
     sentences_of,
     wait_split,
     wait_truth,
@@ -45,10 +46,7 @@ async def test_stateful_windowed_count_under_workers_2_is_exact(kafka_broker, ru
     restored by its owner; and in each changelog partition the window's recovery ids:
     offsets of the repartition partition of the same number (the split leaves 0 in the
     message id field)."""
-    bootstrap = kafka_broker.bootstrap
-    sentences, counts, group = unique("sentences"), unique("counts"), unique("g")
-    await kafka_broker.create_topic(sentences, 2)
-    await kafka_broker.create_topic(counts, 2)
+    bootstrap, sentences, counts, group = await new_count(kafka_broker)
     conf = word_count_conf(bootstrap, sentences, counts, group, **{
         "topology.state.checkpoint.interval.ms": 200, "topology.state.dir": tmp_path})
     run = Run(tmp_path / "workers.log", conf, "--workers", "2", file=WINDOWED)
