@@ -21,7 +21,7 @@ Every run checks that the last count of every word is the truth.
 The restore rate (``--restore-records N``, 0 to skip; ``--skip-hop`` runs it alone): N
 changelog records over N/10 keys are written to one partition of a fresh changelog topic,
 then restored into a fresh SQLite state store, as a partition's new owner does
-(``restore_partition``: read from the beginning to the high watermark, batched
+(``read_partition``: read from the beginning to the high watermark, batched
 transactions); the figure is changelog records per second into the partition's state, from
 the broker and for the store alone (records already in memory).
 
@@ -51,17 +51,18 @@ if str(_ROOT) not in sys.path:
 
 # The imports below need the path set above.
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
-from benchlib import make_sentences, run_loop  # noqa: E402
+from benchlib import create_kept_topics, make_sentences, run_loop  # noqa: E402
 
 from connectors.kafka.changelog import (  # noqa: E402
     ChangelogWriter,
     ensure_changelog,
-    restore_partition,
+    read_partition,
 )
 from connectors.kafka.repartition import topic_name  # noqa: E402
 from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
 from engine import Config, LocalCluster, tune_gc  # noqa: E402
 from engine.state.changelog import ChangelogRestore, encode_changes  # noqa: E402
+from engine.state.partition_store import PartitionStore  # noqa: E402
 from engine.state.store import SqliteStateStore  # noqa: E402
 
 FAST = {"kafka.consumer.session_timeout_ms": 2000, "kafka.consumer.heartbeat_interval_ms": 250}
@@ -74,18 +75,6 @@ def _word_count_module() -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-async def _create(bootstrap: str, topics: dict[str, int]) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(t, n, 1, topic_configs={"retention.ms": "-1"})
-                                   for t, n in topics.items()])
-    finally:
-        await admin.close()
 
 
 async def _fill(bootstrap: str, topic: str, sentences: list[str]) -> None:
@@ -151,7 +140,7 @@ async def _topics(bootstrap: str, suffix: str, sentences: list[str],
     """Fresh input and counts topics, the input filled: tag, topics, group and the truth."""
     tag = f"{time.monotonic_ns()}-{suffix}"
     source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-keyed-{tag}"
-    await _create(bootstrap, {source: partitions, counts: partitions})
+    await create_kept_topics(bootstrap, {source: partitions, counts: partitions})
     await _fill(bootstrap, source, sentences)
     return tag, source, counts, group, Counter(w for s in sentences for w in s.split())
 
@@ -230,26 +219,34 @@ def _changelog(records: int) -> list[tuple[bytes, bytes]]:
             for r in encode_changes({f"word{i % keys:07d}": i}, i)]
 
 
+def _restore(path: Path, records: int) -> ChangelogRestore:
+    """A restore from the beginning into a new store at ``path``."""
+    store = PartitionStore(SqliteStateStore(path))
+    store.begin("b/count/p0", "bench")
+    return ChangelogRestore(store, "b/count/p0", records, "bench changelog")
+
+
 async def restore_rates(bootstrap: str, records: int, tmp: Path) -> tuple[float, float]:
     """Changelog records per second restored from the broker, and by the store alone."""
     log = _changelog(records)
-    alone = ChangelogRestore(SqliteStateStore(tmp / "alone.sqlite3"), "b/count/p0", records)
+    alone = _restore(tmp / "alone.sqlite3", records)
     started = time.perf_counter()
-    alone.add(log)
+    alone.add((i, k, v) for i, (k, v) in enumerate(log))
     alone.finish()
     store_rate = records / (time.perf_counter() - started)
     source, topic = f"bench-input-{time.monotonic_ns()}", f"bench-{time.monotonic_ns()}-changelog"
-    await _create(bootstrap, {source: 1})
+    await create_kept_topics(bootstrap, {source: 1})
     await ensure_changelog(bootstrap, {}, [source], topic)
     writer = ChangelogWriter(topic, bootstrap, {})
     await writer.start()
     try:
         for at in range(0, records, 20000):
-            await writer.write(0, log[at:at + 20000])
+            await writer.write({0: log[at:at + 20000]})
     finally:
         await writer.stop()
-    restore = ChangelogRestore(SqliteStateStore(tmp / "kafka.sqlite3"), "b/count/p0", records)
-    applied, secs = await restore_partition(bootstrap, {}, topic, 0, restore)
+    restore = _restore(tmp / "kafka.sqlite3", records)
+    secs = (await read_partition(bootstrap, {}, topic, 0, 0, restore)).secs
+    applied = restore.finish()
     if applied != records:
         raise SystemExit(f"restored {applied} of {records} changelog records")
     return records / secs, store_rate

@@ -71,8 +71,7 @@ if str(_ROOT) not in sys.path:
 
 # The imports below need the path set above.
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
-from benchlib import run_loop  # noqa: E402
+from benchlib import create_kept_topics, run_loop  # noqa: E402
 
 from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
 
@@ -316,17 +315,6 @@ class Row:
     secs: float
 
 
-async def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
-    """Create ``{topic: partitions}``, kept forever."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(t, n, 1, topic_configs={"retention.ms": "-1"})
-                                   for t, n in topics.items()])
-    finally:
-        await admin.close()
-
-
 async def seed(bootstrap: str, topic: str, keys: int) -> Counter[str]:
     """``keys`` distinct words, ``SEED_WORDS`` to a sentence, written in big batches."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=50,
@@ -487,7 +475,7 @@ async def bench(bootstrap: str, args: argparse.Namespace, tmp: Path, topology: P
     """The setup, the quiet row, the four changes and the two over-counts."""
     tag = str(time.monotonic_ns())
     topic, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-membership-{tag}"
-    await create_topics(bootstrap, {topic: args.partitions, counts: args.partitions})
+    await create_kept_topics(bootstrap, {topic: args.partitions, counts: args.partitions})
     cluster = Cluster(bootstrap, topic, counts, group, args.partitions, topology, cwd, env, tmp)
     offsets = Offsets(bootstrap, group, cluster.topics, args.partitions)
     reader = CountsReader(bootstrap, counts, args.partitions)

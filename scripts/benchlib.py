@@ -31,6 +31,20 @@ def hot_path() -> str:
     return "compiled (mypyc)" if compiled() else "plain Python"
 
 
+async def create_kept_topics(bootstrap: str, topics: dict[str, int]) -> None:
+    """Create ``{topic: partitions}`` on the broker at ``bootstrap``, records kept forever
+    (``retention.ms`` -1)."""
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(t, n, 1, topic_configs={"retention.ms": "-1"})
+                                   for t, n in topics.items()])
+    finally:
+        await admin.close()
+
+
 def make_sentences(n: int, vocabulary: int = 1000, seed: int = 42) -> list[str]:
     """``n`` sentences of ten words drawn from ``vocabulary`` distinct words."""
     rng = random.Random(seed)
