@@ -75,6 +75,52 @@ class SpoutOutputCollector(BaseCollector):
         route, targets = self._direct_target(task_id, values, stream)
         self._send(values, msg_id, route.source, targets)
 
+    def emit_many(self, rows: Sequence[Sequence[Any]], msg_id: Any = None,
+                  stream: str = "default") -> int:
+        """Emit each of ``rows`` on ``stream``, in order; returns how many rows went out.
+        With ``msg_id`` every tuple is a root of one tracked tree: ``ack(msg_id)`` follows
+        once all of them were fully processed, ``fail(msg_id)`` (once) if any failed or the
+        tree timed out. A row that cannot be emitted raises before any row went out."""
+        if msg_id is None or not self._num_ackers or len(rows) == 1:
+            for values in rows:
+                route, targets = self._targets(values, stream)
+                self._send(values, msg_id if len(rows) == 1 else None, route.source, targets)
+            if msg_id is not None and len(rows) != 1 and self._num_ackers == 0:
+                self.immediate_acks.append(msg_id)
+            return len(rows)
+        routed = [self._targets(values, stream) for values in rows]
+        n = len(rows)
+        self.emit_count += n
+        self._stats.emitted += n
+        outbox, ids = self._outbox, self._ids
+        root: Any = int(ids.take())
+        val: i64 = 0
+        size = 0
+        for values, (route, targets) in zip(rows, routed, strict=True):
+            if self._debug:
+                self._log_emit(values, stream, targets)
+            src = route.source
+            for t in targets:
+                edge = ids.take()
+                val ^= edge
+                outbox.push(t, Tuple(values, src, t, root, edge))
+            size += values_bytes(values)
+        self._track(root, msg_id, size)
+        outbox.send(root, (INIT, root, val, self._task_id))
+        return n
+
+    def _track(self, root: Any, msg_id: Any, size: int) -> None:
+        """Record the tree of ``root``: its ``msg_id``, its weight if large, its start time
+        if sampled."""
+        self._pending[root] = msg_id
+        if size >= LARGE_TREE_BYTES:
+            self.large[root] = size
+            self.large_bytes += size
+        self._sample_next -= 1
+        if self._sample_next == 0:
+            self._sample_next = self._sample_every
+            self.started[root] = self._clock()
+
     def _send(self, values: Sequence[Any], msg_id: Any, src: Source, targets: list[int]) -> None:
         self.emit_count += 1
         self._stats.emitted += 1
@@ -94,15 +140,7 @@ class SpoutOutputCollector(BaseCollector):
             edge = ids.take()
             val ^= edge
             outbox.push(t, Tuple(values, src, t, root, edge))
-        self._pending[root] = msg_id
-        size = values_bytes(values)
-        if size >= LARGE_TREE_BYTES:
-            self.large[root] = size
-            self.large_bytes += size
-        self._sample_next -= 1
-        if self._sample_next == 0:
-            self._sample_next = self._sample_every
-            self.started[root] = self._clock()
+        self._track(root, msg_id, values_bytes(values))
         outbox.send(root, (INIT, root, val, self._task_id))
 
     def decided(self, root: int) -> None:

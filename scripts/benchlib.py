@@ -45,11 +45,13 @@ async def create_kept_topics(bootstrap: str, topics: dict[str, int]) -> None:
         await admin.close()
 
 
-def make_sentences(n: int, vocabulary: int = 1000, seed: int = 42) -> list[str]:
-    """``n`` sentences of ten words drawn from ``vocabulary`` distinct words."""
+def make_sentences(n: int, vocabulary: int = 1000, seed: int = 42,
+                   words_per_sentence: int = WORDS_PER_SENTENCE) -> list[str]:
+    """``n`` sentences of ``words_per_sentence`` words drawn from ``vocabulary`` distinct
+    words."""
     rng = random.Random(seed)
     words = [f"w{i}" for i in range(vocabulary)]
-    return [" ".join(rng.choices(words, k=WORDS_PER_SENTENCE)) for _ in range(n)]
+    return [" ".join(rng.choices(words, k=words_per_sentence)) for _ in range(n)]
 
 
 def run_loop(coro: Any) -> Any:

@@ -20,7 +20,11 @@ Guarantees:
   partition per send cycle (Kafka's sticky partitioning), rotating between cycles;
 - a send cycle starts at most ``linger`` seconds after the first record added to it, at
   once when a batch is full;
-- at most ``max_queued`` full batches wait for the sender: ``add`` waits beyond that.
+- at most ``max_queued`` full batches wait for the sender: ``add`` waits beyond that;
+- a packing sender (``pack`` given) joins the values added for one partition into one
+  record per send cycle (``pack(values)``, no key, no headers; a new record
+  past ``pack_bytes``), so many small values cost one record; their items are acked or
+  failed with that record's batch, in the order added.
 """
 
 from __future__ import annotations
@@ -37,8 +41,10 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from engine.murmur2 import default_partition
 
-__all__ = ["BatchSender", "DeliveryMismatch", "checked", "confirmation_problem"]
+__all__ = ["PACK_BYTES", "BatchSender", "DeliveryMismatch", "checked", "confirmation_problem"]
 
+PACK_BYTES = 64 * 1024
+"""Largest packed record a packing sender makes (but for one value larger than this)."""
 _RECORD_OVERHEAD = 128  # more than a record batch's header and one record's framing
 _NO_HEADERS: list[tuple[str, bytes]] = []
 Done = Callable[[list[Any], "asyncio.Future[Any]"], None]
@@ -79,12 +85,25 @@ def checked(future: asyncio.Future[Any], topic: str,
     return failed
 
 
+class _Pack:
+    """Values bound for one partition that will share one record, and their items."""
+
+    __slots__ = ("items", "size", "values")
+
+    def __init__(self) -> None:
+        self.values: list[bytes] = []
+        self.items: list[Any] = []
+        self.size = 0
+
+
 class BatchSender:
     """Batches records for ``topic`` per partition and sends them with one future each."""
 
     def __init__(self, producer: AIOKafkaProducer, topic: str, on_done: Done, *,
                  partitioner: Callable[..., int] | None = None, linger: float = 0.005,
-                 max_request_size: int = 1048576, max_queued: int = 64) -> None:
+                 max_request_size: int = 1048576, max_queued: int = 64,
+                 pack: Callable[[list[bytes]], bytes] | None = None,
+                 pack_bytes: int = PACK_BYTES) -> None:
         self._producer = producer
         self._topic = topic
         self._on_done = on_done
@@ -103,6 +122,9 @@ class BatchSender:
         self._sticky = itertools.cycle([0])
         self._sticky_partition = 0
         self._task: asyncio.Task[None] | None = None
+        self._pack = pack
+        self._pack_bytes = pack_bytes
+        self._packs: dict[int, _Pack] = {}  # partition -> values not yet in a record
 
     async def start(self) -> None:
         """Wait for the topic's metadata, then start the sending task."""
@@ -144,11 +166,20 @@ class BatchSender:
         if partition is None:
             partition = (self._sticky_partition if key is None
                          else self._partitioner(key, self._all, self._available))
+        if self._pack is not None:
+            self._add_to_pack(partition, value or b"", item)
+        else:
+            self._append(partition, key, value, headers or _NO_HEADERS).append(item)
+        self._wake.set()
+        return self._queued < self._max_queued
+
+    def _append(self, partition: int, key: bytes | None, value: bytes | None,
+                headers: list[tuple[str, bytes]]) -> list[Any]:
+        """Append one record to ``partition``'s open batch; returns that batch's items."""
         batches = self._open.get(partition)
         if batches is None:
             batches = self._open[partition] = [(self._producer.create_batch(), [])]
         builder, items = batches[-1]
-        headers = headers or _NO_HEADERS  # never written to: one empty list for all
         if builder.append(key=key, value=value, timestamp=None, headers=headers) is None:
             # Full (an empty builder always takes its first record): open the next one.
             builder = self._producer.create_batch()
@@ -156,9 +187,29 @@ class BatchSender:
             items = []
             batches.append((builder, items))
             self._queued += 1
-        items.append(item)
-        self._wake.set()
-        return self._queued < self._max_queued
+        return items
+
+    def _add_to_pack(self, partition: int, value: bytes, item: Any) -> None:
+        pack = self._packs.get(partition)
+        if pack is None:
+            pack = self._packs[partition] = _Pack()
+        elif pack.size + len(value) > self._pack_bytes and pack.values:
+            self._seal(partition, pack)
+        pack.values.append(value)
+        pack.items.append(item)
+        pack.size += len(value)
+
+    def _seal(self, partition: int, pack: _Pack) -> None:
+        """``pack``'s values become one record of ``partition``; the pack starts empty."""
+        assert self._pack is not None
+        self._append(partition, None, self._pack(pack.values),
+                     _NO_HEADERS).extend(pack.items)
+        pack.values, pack.items, pack.size = [], [], 0
+
+    def _seal_all(self) -> None:
+        for partition, pack in self._packs.items():
+            if pack.values:
+                self._seal(partition, pack)
 
     async def room(self) -> None:
         """Return once fewer than ``max_queued`` full batches wait for the sender."""
@@ -183,6 +234,7 @@ class BatchSender:
                 # Let the batches fill: fewer, larger produce requests.
                 await asyncio.sleep(self._linger)
             self._wake.clear()
+            self._seal_all()
             taken, self._open = self._open, {}
             self._queued = 0
             self._room.set()
@@ -215,7 +267,8 @@ class BatchSender:
     async def flush(self) -> None:
         """Hand every added record to the producer (delivery is the producer's flush)."""
         while self._task is not None and not self._task.done():
-            if not self._open and self._idle.is_set():
+            if not self._open and self._idle.is_set() and not any(
+                    p.values for p in self._packs.values()):
                 return
             self._wake.set()
             await asyncio.sleep(0)

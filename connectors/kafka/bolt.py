@@ -96,8 +96,13 @@ class KafkaBolt(Bolt):
                                    partitioner=self.producer_options.get("partitioner"),
                                    linger=self.producer_options.get("linger_ms", 0) / 1000,
                                    max_request_size=self.producer_options.get(
-                                       "max_request_size", 1048576))
+                                       "max_request_size", 1048576), **self._packing())
         await self._sender.start()
+
+    def _packing(self) -> dict[str, Any]:
+        """How the sender packs values into records (``BatchSender``'s ``pack`` options):
+        not at all, every tuple its own record."""
+        return {}
 
     def _value(self, tup: Any) -> Any:
         if self.value_field is not None:

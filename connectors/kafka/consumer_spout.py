@@ -91,6 +91,8 @@ log = logging.getLogger("connectors.kafka")
 
 EMIT_BATCH = 100
 """Most tuples one ``next_tuple`` call emits (fewer under ``topology.max.spout.pending``)."""
+EMIT_ROWS = 1000
+"""About the most tuples one ``next_tuple`` call emits where a record carries several."""
 
 _WATCH_SECS = 1.0  # how often the outage watch and the breaker's window look
 
@@ -110,6 +112,10 @@ class ConsumerSpout(Spout):
     keyed_downstream = False
     """Set by the engine when a fields grouping downstream stays in process
     (``topology.workers`` 1): a task then says so if its process is not alone in the group."""
+
+    hop_format = 2
+    """The layout of the records its repartition hops write (2: the rows bound for one
+    partition packed into one record), stated in the topology's fingerprint."""
 
     topology_fingerprint: TopologyFingerprint | None = None
     """What the engine process runs, as this spout's consumers state it to their group
@@ -244,12 +250,7 @@ class ConsumerSpout(Spout):
         if self._halted is not None:
             return
         emit = self._collector.emit
-        retries = self._retries
-        if len(retries):
-            for part, pending in retries.pop_ready(self._loop.time()):
-                if part.holds(pending):
-                    self.counters.retried += 1
-                    emit(pending.values, pending.msg_id)
+        self._emit_retries(emit)
         fetcher = self._fetcher
         buffer = fetcher.buffer
         n = self._emit_batch
@@ -259,7 +260,21 @@ class ConsumerSpout(Spout):
             if not part.revoked and part.records.get(pending.msg_id[2]) is pending:
                 emit(pending.values, pending.msg_id)
                 n -= 1
-        if len(buffer) <= fetcher.max_buffer // 2 and not fetcher.wake.is_set():
+        self._refill()
+
+    def _emit_retries(self, emit: Any) -> None:
+        """Emit, with ``emit``, the records whose retry is due."""
+        retries = self._retries
+        if len(retries):
+            for part, pending in retries.pop_ready(self._loop.time()):
+                if part.holds(pending):
+                    self.counters.retried += 1
+                    emit(pending.values, pending.msg_id)
+
+    def _refill(self) -> None:
+        """Wake the fetcher once the buffer is half empty."""
+        fetcher = self._fetcher
+        if len(fetcher.buffer) <= fetcher.max_buffer // 2 and not fetcher.wake.is_set():
             fetcher.wake.set()
 
     def ack(self, msg_id: MsgId) -> None:

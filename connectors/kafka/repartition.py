@@ -3,19 +3,25 @@
 With ``topology.workers`` above 1 the engine replaces a fields grouping downstream of a
 ``KafkaSpout`` by a hop (``engine/keyed/hops.py``) made of the two components here:
 
-- ``RepartitionWriter``, a ``KafkaBolt`` that writes each tuple to the topic
-  ``<group>-<bolt>-repartition`` as one record: the key is the grouping fields' value (UTF-8
-  text for one field, a MessagePack array for several), the value a MessagePack array of
-  the tuple's values (``repartition_codec``: each comes back as the type it was, and a
-  value of a type the hop does not carry fails its tuple, naming the field), the partition
-  Kafka's default one (murmur2 of the key). A tuple is acked once the broker confirmed its
-  record, failed with the produce error otherwise: the upstream tree completes when the hop
-  has the record.
+- ``RepartitionWriter``, a ``KafkaBolt`` that writes the tuples to the topic
+  ``<group>-<bolt>-repartition``, partitioned by the grouping fields' value (its key bytes:
+  UTF-8 text for one field, a MessagePack array for several; the partition Kafka's default
+  one, murmur2 of those bytes). Each tuple becomes a row, a MessagePack array of its values
+  (``repartition_codec``: each comes back as the type it was, and a value of a type the
+  hop does not carry fails its tuple, naming the field); the rows bound for one partition
+  in one send cycle share one record (``pack_rows``, at most ``PACK_BYTES``), so a word
+  costs a row, not a record. A tuple is acked once the broker confirmed its record,
+  failed with the produce error otherwise: the upstream tree completes when the hop has
+  the record.
 - ``RepartitionSpout``, a Kafka consumer spout (``ConsumerSpout``) on that topic in the
-  upstream spout's group, with its options (retries, failed topic, consumer settings): each
-  record starts a new tree, and its offset is committed only when that tree completed. In
-  front of a stateful windowed bolt (``with_offsets_in``) it puts each record's offset in
-  the bolt's message-id field.
+  upstream spout's group, with its options (retries, failed topic, consumer settings): the
+  rows of a record are the roots of one new tree (``emit_many``), and the record's offset
+  is committed only when that tree completed; a failed tuple replays its record's rows.
+  A record of one row alone (as the hop wrote before it packed rows) is read as one row.
+  In front of a stateful windowed bolt (``with_offsets_in``) it puts each row's message id
+  in the bolt's message-id field: the record's offset times ``ID_SPAN`` plus the row's
+  index for a packed record, the offset for a one-row record, so ids grow per
+  partition and are the same when a record is read again.
 
 Before either starts, ``ensure_topic`` creates the topic with as many partitions as the
 spout's input (``cleanup.policy=delete``, ``retention.ms`` ``RETENTION_MS``), or checks an
@@ -31,22 +37,27 @@ from operator import itemgetter
 from typing import Any
 
 from connectors.kafka import client_options
+from connectors.kafka.batch_send import PACK_BYTES
 from connectors.kafka.bolt import KafkaBolt
 from connectors.kafka.codec import DecodeError
-from connectors.kafka.consumer_spout import ConsumerSpout
+from connectors.kafka.consumer_spout import EMIT_ROWS, ConsumerSpout
 from connectors.kafka.keyed_state import ChangelogInput
 from connectors.kafka.keys import KeyPartitions, record_key
 from connectors.kafka.repartition_codec import (
     DECODE_ERRORS,
-    decode_row,
+    Rows,
+    decode_rows,
     encode_row,
     fields_key,
     key_bytes,
+    pack_rows,
 )
 from connectors.kafka.spout_options import KafkaSpoutMetrics
 from connectors.kafka.topics import RETENTION_MS, PartitionMismatch, ensure_topic
 
 __all__ = [
+    "ID_SPAN",
+    "PACK_BYTES",
     "RETENTION_MS",
     "KeyPartitions",
     "PartitionMismatch",
@@ -75,6 +86,10 @@ def hop(spout: ConsumerSpout, receiver: str, key_fields: Sequence[str],
 
 _KEY_MEMO = 1 << 16  # grouping values whose key bytes a writer remembers
 
+ID_SPAN = 1 << 20
+"""Message ids per packed record (a record holds at most ``PACK_BYTES`` of rows, fewer
+than this many rows)."""
+
 
 class RepartitionWriter(KafkaBolt):
     """Writes each tuple to the repartition topic keyed by the grouping fields (see the
@@ -93,6 +108,9 @@ class RepartitionWriter(KafkaBolt):
         self._one = self._at[0] if len(self._at) == 1 else None
         self._key_of = itemgetter(*self._at)  # several fields: their values, as a tuple
         self._keys: dict[str, bytes] = {}  # str grouping value -> its key bytes
+
+    def _packing(self) -> dict[str, Any]:
+        return {"pack": pack_rows}
 
     async def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         """Create or check the topic, then start the producer."""
@@ -123,41 +141,43 @@ class RepartitionWriter(KafkaBolt):
 
 
 class _Rows:
-    """Decodes a repartition record's value (a MessagePack array) into the tuple's values."""
+    """Decodes a repartition record's value into the rows it carries (the tuples' values):
+    several for a packed record, one for a record of one row alone."""
 
     __slots__ = ("_n",)
 
     def __init__(self, n: int) -> None:
         self._n = n
 
-    def __call__(self, record: Any) -> list[Any]:
+    def __call__(self, record: Any) -> list[list[Any]]:
         try:
-            values = decode_row(record.value)
+            rows = decode_rows(record.value)
         except DECODE_ERRORS as exc:
-            raise DecodeError(f"repartition value is not a row of MessagePack values: "
+            raise DecodeError(f"repartition value is not rows of MessagePack values: "
                               f"{exc}") from None
-        if type(values) is not list or len(values) != self._n:
-            raise DecodeError(f"repartition value is not an array of {self._n} values")
-        return values
+        n = self._n
+        if any(type(r) is not list or len(r) != n for r in rows):
+            raise DecodeError(f"repartition value is not rows of {n} values")
+        return rows
 
-    def many(self, records: list[Any]) -> list[list[Any]]:
-        """Every record's values; raises ``DecodeError`` if any is not a row (the fetcher
+    def many(self, records: list[Any]) -> list[list[list[Any]]]:
+        """Every record's rows; raises ``DecodeError`` if any is not rows (the fetcher
         then decodes them one by one, to name each bad record)."""
-        unpack, n = decode_row, self._n
+        unpack, n = decode_rows, self._n
         try:
-            rows = [unpack(r.value) for r in records]
+            out = [unpack(r.value) for r in records]
         except DECODE_ERRORS as exc:
             raise DecodeError(str(exc)) from None
-        for row in rows:
-            if type(row) is not list or len(row) != n:
-                raise DecodeError("not a row")
-        return rows
+        for rows in out:
+            for row in rows:
+                if type(row) is not list or len(row) != n:
+                    raise DecodeError("not a row")
+        return out
 
 
 class _OffsetRows(_Rows):
-    """``_Rows`` with each record's offset in place of the value at ``at``: the message id
-    of a stateful windowed bolt behind the hop (it grows per partition, and a record read
-    again has the same)."""
+    """``_Rows`` with each row's message id in place of the value at ``at``: the message
+    ids of a stateful windowed bolt behind the hop (see the module docstring)."""
 
     __slots__ = ("_at",)
 
@@ -165,17 +185,28 @@ class _OffsetRows(_Rows):
         super().__init__(n)
         self._at = at
 
-    def __call__(self, record: Any) -> list[Any]:
-        values = super().__call__(record)
-        values[self._at] = record.offset
-        return values
-
-    def many(self, records: list[Any]) -> list[list[Any]]:
-        """Every record's values, each with its offset at ``at``."""
-        rows, at = super().many(records), self._at
-        for row, record in zip(rows, records, strict=True):
-            row[at] = record.offset
+    def __call__(self, record: Any) -> list[list[Any]]:
+        rows = super().__call__(record)
+        self._number(record.offset, rows)
         return rows
+
+    def many(self, records: list[Any]) -> list[list[list[Any]]]:
+        """Every record's rows, each with its message id at ``at``."""
+        out = super().many(records)
+        for record, rows in zip(records, out, strict=True):
+            self._number(record.offset, rows)
+        return out
+
+    def _number(self, offset: int, rows: list[list[Any]]) -> None:
+        at = self._at
+        if type(rows) is not Rows:  # one row alone: the record's offset
+            rows[0][at] = offset
+            return
+        if len(rows) >= ID_SPAN:
+            raise DecodeError(f"a packed record of {len(rows)} rows (at most {ID_SPAN - 1})")
+        first = offset * ID_SPAN
+        for i, row in enumerate(rows):
+            row[at] = first + i
 
 
 class RepartitionSpout(ConsumerSpout):
@@ -194,6 +225,22 @@ class RepartitionSpout(ConsumerSpout):
         self.consumer_options = {**upstream.consumer_options, "auto_offset_reset": "earliest"}
         self.counters = KafkaSpoutMetrics()
         self.keyed_downstream = False
+
+    def next_tuple(self) -> None:
+        """Emit due retries, then buffered records: each record's rows as the roots of one
+        tree, about ``EMIT_ROWS`` rows a call; never waits on the broker."""
+        if self._halted is not None:
+            return
+        emit = self._collector.emit_many
+        self._emit_retries(emit)
+        fetcher = self._fetcher
+        buffer = fetcher.buffer
+        n = EMIT_ROWS
+        while n > 0 and buffer:
+            part, pending = buffer.popleft()
+            if not part.revoked and part.records.get(pending.msg_id[2]) is pending:
+                n -= emit(pending.values, pending.msg_id)
+        self._refill()
 
     def with_offsets_in(self, field: str) -> RepartitionSpout:
         """A copy of this reader that puts each record's offset in ``field`` of the tuple it

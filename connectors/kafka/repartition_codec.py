@@ -9,6 +9,12 @@ Guarantees:
   MessagePack extension types (codes ``1`` to ``9`` below). Any other value, an int outside
   MessagePack's 64 bits or a tzinfo other than ``datetime.timezone`` or a
   ``zoneinfo.ZoneInfo`` with a key raises ``TypeError`` naming the field and the type.
+- ``pack_rows`` joins encoded rows into one record value (a MessagePack extension, code
+  ``10``, holding an array of the rows, made without decoding them); ``decode_rows`` gives
+  the rows of either kind of value back, in order: a ``Rows`` list for a packed value, a
+  list of one row for a value ``encode_row`` made alone (as the hop wrote before it packed
+  rows). The value says which it is, so a record keeps its meaning through the failed
+  topic and a replay, which carry values, not headers.
 - ``key_bytes`` gives the same bytes for the writer's values and for the reader's decoded
   ones, in any process: one field is its text (``str``; ``b"null"`` for None, bytes as they
   are; containers as their ``repr`` with each set's elements sorted), several fields a
@@ -27,7 +33,8 @@ from zoneinfo import ZoneInfo
 
 import msgspec
 
-__all__ = ["CARRIED", "DECODE_ERRORS", "decode_row", "encode_row", "fields_key", "key_bytes"]
+__all__ = ["CARRIED", "DECODE_ERRORS", "Rows", "decode_row", "decode_rows", "encode_row",
+           "fields_key", "key_bytes", "pack_rows"]
 
 Ext = msgspec.msgpack.Ext
 _pack = msgspec.msgpack.Encoder().encode
@@ -39,8 +46,14 @@ CARRIED: tuple[type, ...] = (type(None), bool, int, float, str, bytes, list, tup
 _PLAIN = frozenset({str, int, float, bool, bytes, type(None)})  # MessagePack's own scalars
 _NAMES = ", ".join("None" if t is type(None) else t.__name__ for t in CARRIED)
 
-_TUPLE, _SET, _FROZENSET, _DICT, _DATETIME, _DATE, _TIME, _DECIMAL, _UUID = range(1, 10)
+_TUPLE, _SET, _FROZENSET, _DICT, _DATETIME, _DATE, _TIME, _DECIMAL, _UUID, _ROWS = range(1, 11)
 _MICROSECOND = timedelta(microseconds=1)
+
+
+class Rows(list):  # type: ignore[type-arg]
+    """The rows of a packed value (``pack_rows``), in the order they were packed."""
+
+    __slots__ = ()
 
 
 class _Refused(TypeError):
@@ -185,6 +198,8 @@ def _unwire(code: int, data: memoryview) -> Any:
         return Decimal(bytes(data).decode("ascii"))
     if code == _UUID:
         return UUID(bytes=bytes(data))
+    if code == _ROWS:
+        return Rows(_unpack(data))
     raise ValueError(f"unknown MessagePack extension type {code}")
 
 
@@ -193,6 +208,30 @@ _unpack = msgspec.msgpack.Decoder(ext_hook=_unwire).decode
 decode_row: Callable[[bytes], Any] = _unpack
 """What ``encode_row`` encoded (a list of the values); raises one of ``DECODE_ERRORS``
 for bytes it did not write."""
+
+def decode_rows(value: bytes) -> list[Any]:
+    """The rows of a record value: a ``Rows`` list for what ``pack_rows`` made, a list of
+    the one row for what ``encode_row`` made alone; raises one of ``DECODE_ERRORS`` for
+    bytes neither made (the rows themselves are not checked)."""
+    got = _unpack(value)
+    return got if type(got) is Rows else [got]
+
+
+def pack_rows(rows: Sequence[bytes]) -> bytes:
+    """One value holding every row of ``rows`` (each as ``encode_row`` made it), in order:
+    an extension (code 10) whose data is a MessagePack array of the rows' bytes."""
+    n = len(rows)
+    if n < 16:
+        head = bytes((0x90 | n,))
+    elif n < 0x10000:
+        head = b"\xdc" + n.to_bytes(2, "big")
+    else:
+        head = b"\xdd" + n.to_bytes(4, "big")
+    size = len(head) + sum(map(len, rows))
+    return b"".join((b"\xc9", size.to_bytes(4, "big"), _ROWS_CODE, head, *rows))
+
+
+_ROWS_CODE = bytes((_ROWS,))
 
 DECODE_ERRORS = (msgspec.DecodeError, TypeError, ValueError, KeyError, OverflowError)
 """What ``decode_row`` raises for bytes that are not a row (a bad extension raises what

@@ -7,6 +7,9 @@ and the same ``topology.workers`` (with 1 a fields grouping stays in process, ab
 crosses Kafka). ``fingerprint`` describes that as a JSON-able ``summary`` and a short
 ``digest`` of it; ``differences`` says, in words, what differs between two summaries.
 
+Above one worker, a spout that carries hops states the layout of the records they write
+(``hop_format``; a member without it wrote one row per record, layout 1): a member whose
+hop writes records the group's readers would not read is refused like a changed topology.
 The summary is of the topology as built, before the hops ``with_hops`` adds (those follow
 from it and ``topology.workers``), without task counts (a process may run more or fewer
 tasks) and without engine components (ids starting with ``__``) or system streams.
@@ -57,9 +60,10 @@ def give_fingerprint(obj: Any, fingerprint: TopologyFingerprint) -> None:
 
 def fingerprint(topology: Topology, conf: Mapping[str, Any]) -> TopologyFingerprint:
     """The fingerprint of ``topology`` run with ``conf`` (see the module docstring)."""
-    summary = {"v": SUMMARY_VERSION, "workers": int(conf.get(TOPOLOGY_WORKERS, 1) or 1),
-               "components": {d.id: _component(d) for d in topology.components.values()
-                              if not _engine_id(d.id)}}
+    workers = int(conf.get(TOPOLOGY_WORKERS, 1) or 1)
+    summary = {"v": SUMMARY_VERSION, "workers": workers,
+               "components": {d.id: _component(d, workers > 1)
+                              for d in topology.components.values() if not _engine_id(d.id)}}
     text = json.dumps(summary, sort_keys=True, separators=(",", ":"))
     return TopologyFingerprint(hashlib.sha256(text.encode()).hexdigest()[:16], summary)
 
@@ -68,10 +72,12 @@ def _engine_id(component: str) -> bool:
     return component.startswith("__")
 
 
-def _component(d: ComponentDef) -> dict[str, Any]:
+def _component(d: ComponentDef, hops: bool) -> dict[str, Any]:
     streams = {s: list(sd.fields) for s, sd in d.streams.items() if not s.startswith("$")}
     if d.is_spout:
-        return {"kind": "spout", "streams": streams}
+        layout = getattr(d.obj, "hop_format", None) if hops else None
+        return {"kind": "spout", "streams": streams,
+                **({"hop": layout} if isinstance(layout, int) else {})}
     inputs = sorted(([s.source, s.stream, s.kind, list(s.fields)] for s in d.inputs
                      if not s.stream.startswith("$") and not _engine_id(s.source)),
                     key=lambda i: (i[0], i[1]))
@@ -111,6 +117,10 @@ def _component_differences(cid: str, here: Mapping[str, Any], group: Mapping[str
         return [f"{cid!r}: a {here['kind']} {this}, a {group['kind']} in the group"]
     found = []
     name = f"{here['kind']} {cid!r}"
+    if here.get("hop") != group.get("hop"):
+        found.append(f"{name}: its hops write records of layout {here.get('hop') or 1} "
+                     f"{this}, {group.get('hop') or 1} in the group (every member must run "
+                     f"the same stormloop version)")
     if here.get("stateful") != group.get("stateful"):
         found.append(f"{name}: {_stateful(here)} {this}, {_stateful(group)} in the group")
     found += _input_differences(name, here.get("inputs", []), group.get("inputs", []), this)

@@ -131,3 +131,29 @@ def test_inputs() -> None:
     assert said(other, word_count()) == [
         "components differ: 'more' only here",
         "bolt 'split': reads 'more' here, 'lines' in the group"]
+
+
+class Hopping(FeederSpout):
+    """A spout whose hops write records of layout ``hop_format``."""
+
+    def __init__(self, layout: int | None) -> None:
+        super().__init__(["line"])
+        if layout is not None:
+            self.hop_format = layout
+
+
+def hopping(layout: int | None, workers: int = 2) -> TopologyFingerprint:
+    builder = TopologyBuilder()
+    builder.set_spout("lines", Hopping(layout))
+    builder.set_bolt("count", Words(("line", "n"))).fields_grouping("lines", ["line"])
+    return fingerprint(builder.create_topology(), {"topology.workers": workers})
+
+
+def test_a_member_whose_hops_write_another_record_layout_differs() -> None:
+    """A member that packs rows into records and one that wrote a row per record (no
+    layout stated) cannot share a group above one worker; at one there is no hop."""
+    assert said(hopping(2), hopping(None)) == [
+        "spout 'lines': its hops write records of layout 2 here, 1 in the group (every "
+        "member must run the same stormloop version)"]
+    assert hopping(2, workers=1) == hopping(None, workers=1)
+    assert hopping(2) == hopping(2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta, timezone
+from types import SimpleNamespace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -63,3 +64,15 @@ def shape(value: Any) -> Any:
     if kind is date:
         return "date", value.toordinal()
     return kind.__name__, repr(value)
+
+
+def one_row(value: bytes | None, offset: int = 0) -> Any:
+    """A repartition record as written before rows were packed: one row alone."""
+    return SimpleNamespace(value=value, offset=offset)
+
+
+def packed(*rows: bytes | None, offset: int = 0) -> Any:
+    """A repartition record carrying ``rows`` (each as ``encode_row`` made it)."""
+    from connectors.kafka.repartition_codec import pack_rows
+
+    return SimpleNamespace(value=pack_rows([r or b"" for r in rows]), offset=offset)

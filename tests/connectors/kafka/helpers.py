@@ -156,6 +156,18 @@ async def total_committed(bootstrap: str, group: str, topic: str) -> int:
     return sum(o or 0 for o in (await committed(bootstrap, group, topic)).values())
 
 
+async def committed_rows(bootstrap: str, group: str, hop: str) -> int:
+    """The rows (tuples) in the records of repartition topic ``hop`` below the group's
+    committed offsets: what the hop's reader has fully processed."""
+    from connectors.kafka.repartition_codec import decode_rows
+
+    at = await committed(bootstrap, group, hop)
+    if not any(at.values()):
+        return 0
+    return sum(len(decode_rows(r.value)) for r in await read_all(bootstrap, hop)
+               if r.offset < (at.get(r.partition) or 0))
+
+
 async def committed_to_end(bootstrap: str, group: str, topics: list[str]) -> bool:
     """True once the group committed every partition of each of ``topics`` to its end."""
     for topic in topics:

@@ -20,11 +20,11 @@ from pathlib import Path
 
 from connectors.kafka.repartition import topic_name
 from tests.connectors.kafka.helpers import (
+    committed_rows,
     committed_to_end,
     eventually,
     produce,
     read_all,
-    total_committed,
     unique,
 )
 from tests.engine.test_supervisor import Supervised
@@ -241,12 +241,12 @@ async def test_a_killed_member_loses_nothing_across_the_hop(kafka_broker, runs,
     await wait_split(runs, [source, hop], 2, 4)
 
     async def some_relayed() -> bool:
-        return await total_committed(bootstrap, group, hop) >= n // 5
+        return await committed_rows(bootstrap, group, hop) >= n // 5
 
     await eventually(some_relayed, 60, "a fifth of the records relayed")
     a.proc.kill()
     a.proc.wait(10)
-    assert await total_committed(bootstrap, group, hop) < n, "killed too late to test a takeover"
+    assert await committed_rows(bootstrap, group, hop) < n, "killed too late to test a takeover"
 
     try:
         await eventually(

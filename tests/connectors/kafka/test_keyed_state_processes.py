@@ -16,6 +16,7 @@ from pathlib import Path
 from connectors.kafka.changelog import changelog_name
 from connectors.kafka.repartition import topic_name
 from tests.connectors.kafka.helpers import (
+    committed_rows,
     committed_to_end,
     eventually,
     high_watermarks,
@@ -89,7 +90,7 @@ async def test_a_killed_members_partitions_and_state_move_to_the_survivor(
     await produce(bootstrap, sentences, [(None, line.encode()) for line in lines])
 
     async def started() -> bool:
-        return await total_committed(bootstrap, group, hop) > 500
+        return await committed_rows(bootstrap, group, hop) > 500
 
     await eventually(started, 60, "some words counted and committed")
     a.proc.kill()

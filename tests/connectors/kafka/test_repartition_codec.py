@@ -21,7 +21,7 @@ from connectors.kafka import KafkaSpout
 from connectors.kafka.codec import DecodeError
 from connectors.kafka.repartition import hop
 from connectors.kafka.repartition_codec import CARRIED, decode_row, encode_row, key_bytes
-from tests.connectors.kafka.carried import carried, shape
+from tests.connectors.kafka.carried import carried, one_row, packed, shape
 
 
 def writer_and_reader() -> tuple[Any, Any]:
@@ -111,10 +111,11 @@ def test_docs_scaling_lists_exactly_the_carried_types() -> None:
 ])
 def test_a_record_the_hop_did_not_write_is_a_decode_error(data: bytes) -> None:
     _, reader = writer_and_reader()
-    with pytest.raises(DecodeError):
-        reader.decoder(SimpleNamespace(value=data))
-    with pytest.raises(DecodeError):
-        reader.decoder.many([SimpleNamespace(value=data)])
+    for record in (one_row(data), packed(data)):
+        with pytest.raises(DecodeError):
+            reader.decoder(record)
+        with pytest.raises(DecodeError):
+            reader.decoder.many([record])
 
 
 _before = st.recursive(

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from connectors.kafka import KafkaSpout
 from connectors.kafka.codec import DecodeError, encode_key
 from connectors.kafka.repartition import (
+    ID_SPAN,
     KeyPartitions,
     RepartitionSpout,
     hop,
@@ -20,7 +21,7 @@ from connectors.kafka.repartition import (
     topic_name,
 )
 from engine.murmur2 import default_partition
-from tests.connectors.kafka.carried import carried, shape
+from tests.connectors.kafka.carried import carried, one_row, packed, shape
 
 msgpack = msgspec.msgpack.encode
 
@@ -33,7 +34,7 @@ def test_one_key_field_is_its_text_and_a_none_key_still_has_a_partition() -> Non
     writer, reader = hop(spout(), "count", ("word",), ("word", "n"))
     assert writer.topic == reader.topics[0] == topic_name("wc", "count") == "wc-count-repartition"
     key, value = writer._record(SimpleNamespace(values=["kafka", 3]))
-    assert (key, reader.decoder(SimpleNamespace(value=value))) == (b"kafka", ["kafka", 3])
+    assert (key, reader.decoder(packed(value))) == (b"kafka", [["kafka", 3]])
     assert writer._record(SimpleNamespace(values=[None, 1]))[0] == b"null"
 
 
@@ -55,7 +56,7 @@ def test_values_keep_bytes_and_nesting() -> None:
     writer, reader = hop(spout(), "count", ("k",), ("k", "v"))
     key, value = writer._record(SimpleNamespace(values=[b"\xff", (1, {"a": None})]))
     assert key == b"\xff"
-    decoded = reader.decoder(SimpleNamespace(value=value))
+    decoded, = reader.decoder(packed(value))
     assert decoded == [b"\xff", (1, {"a": None})] and type(decoded[1]) is tuple
     with pytest.raises(TypeError):
         writer._record(SimpleNamespace(values=[1, object()]))
@@ -71,13 +72,15 @@ def test_reader_keeps_the_spouts_options_and_reads_from_the_start() -> None:
     assert reader.consumer_options["session_timeout_ms"] == 2000
     assert upstream.consumer_options["auto_offset_reset"] == "latest"
     assert reader.input_topics == ["words"] and upstream.topics == ["words"]
-    assert reader.decoder(SimpleNamespace(value=msgpack(["a", 1]))) == ["a", 1]
-    assert reader.decoder.many([SimpleNamespace(value=msgpack(["a", 1]))]) == [["a", 1]]
+    assert reader.decoder(one_row(msgpack(["a", 1]))) == [["a", 1]]
+    assert reader.decoder.many([one_row(msgpack(["a", 1]))]) == [[["a", 1]]]
+    assert reader.decoder(packed(msgpack(["a", 1]), msgpack(["b", 2]))) == [["a", 1], ["b", 2]]
     for bad in (msgpack([1]), msgpack({}), b"\xc1", None):
-        with pytest.raises(DecodeError):
-            reader.decoder(SimpleNamespace(value=bad))
-        with pytest.raises(DecodeError):
-            reader.decoder.many([SimpleNamespace(value=bad)])
+        for record in (one_row(bad), packed(msgpack(["a", 1]), bad)):
+            with pytest.raises(DecodeError):
+                reader.decoder(record)
+            with pytest.raises(DecodeError):
+                reader.decoder.many([record])
 
 
 def test_key_partitions_are_kafkas_default_ones() -> None:
@@ -92,13 +95,26 @@ def test_key_partitions_are_kafkas_default_ones() -> None:
 def test_a_reader_for_a_stateful_window_puts_record_offsets_in_its_message_id_field() -> None:
     _, reader = hop(spout(), "sum", ("word",), ("word", "id", "n"))
     ids = reader.with_offsets_in("id")
-    records = [SimpleNamespace(value=msgpack(["a", 0, 5]), offset=41),
-               SimpleNamespace(value=msgpack(["b", 0, 6]), offset=42)]
-    assert ids.decoder(records[0]) == ["a", 41, 5]
-    assert ids.decoder.many(records) == [["a", 41, 5], ["b", 42, 6]]
+    records = [one_row(msgpack(["a", 0, 5]), offset=41),
+               one_row(msgpack(["b", 0, 6]), offset=42)]
+    assert ids.decoder(records[0]) == [["a", 41, 5]]
+    assert ids.decoder.many(records) == [[["a", 41, 5]], [["b", 42, 6]]]
     # The reader of any other bolt, and the one it was made from, decode records as written.
     assert type(reader.decoder).__name__ == "_Rows"
-    assert reader.decoder.many(records) == [["a", 0, 5], ["b", 0, 6]]
+    assert reader.decoder.many(records) == [[["a", 0, 5]], [["b", 0, 6]]]
+
+
+def test_the_rows_of_a_packed_record_have_message_ids_that_grow_past_earlier_records() -> None:
+    """Ids grow per partition across one-row records written before packing and packed
+    ones after them, and a record read again gives its rows the same ids."""
+    _, reader = hop(spout(), "sum", ("word",), ("word", "id", "n"))
+    ids = reader.with_offsets_in("id")
+    rows = [msgpack([w, 0, i]) for i, w in enumerate("abc")]
+    records = [one_row(msgpack(["z", 0, 9]), offset=6), packed(*rows, offset=7),
+               packed(*rows[:1], offset=8)]
+    got = [row[1] for rows_ in ids.decoder.many(records) for row in rows_]
+    assert got == [6, 7 * ID_SPAN, 7 * ID_SPAN + 1, 7 * ID_SPAN + 2, 8 * ID_SPAN]
+    assert got == sorted(got) and [r[1] for r in ids.decoder(records[1])] == got[1:4]
     assert (ids.topics, ids.group_id, ids.fields) == (reader.topics, "wc", reader.fields)
 
 
@@ -109,7 +125,7 @@ def test_a_tuple_key_reaches_the_partition_the_writer_chose() -> None:
     changelog = reader.changelog_input("count", ("k",))
     changelog.partitions = parts = list(range(12))
     key, value = writer._record(SimpleNamespace(values=[0, (1, 2)]))
-    decoded = reader.decoder(SimpleNamespace(value=value))
+    decoded, = reader.decoder(packed(value))
     assert decoded == [0, (1, 2)]
     assert changelog.partition_of(decoded) == KeyPartitions()(key, parts, parts)
 
@@ -126,7 +142,7 @@ def test_every_carried_value_comes_back_as_it_went_with_the_writers_key(
     changelog = reader.changelog_input("count", keys)
     changelog.partitions = parts = list(range(12))
     key, value = writer._record(SimpleNamespace(values=row))
-    decoded = reader.decoder(SimpleNamespace(value=value))
+    decoded, = reader.decoder(packed(value))
     assert shape(decoded) == shape(row)
     at = [fields.index(k) for k in keys]
     assert record_key(decoded, at) == key == record_key(row, at)

@@ -1,0 +1,249 @@
+"""The stateful word count across two processes against one: what the keyed hop costs.
+
+    python scripts/bench_keyed_workers.py [--sentences 60000] [--words-per-sentence 5]
+                                          [--vocabulary 5000] [--partitions 4] [--runs 3]
+                                          [--bootstrap-servers HOST:PORT]
+
+Without ``--bootstrap-servers`` it starts the Tansu test broker. Each run writes the
+sentences (seeded; the same for every run) to a fresh topic of ``--partitions``
+partitions and runs ``python -m engine run topologies/stateful_word_count.py`` in a fresh
+consumer group and state directory, at its default configuration (only the broker,
+topics, group, state directory and ``auto_offset_reset=earliest`` are set, so the
+prefilled input is read), once with ``--workers 1`` (the fields grouping in process) and
+once with ``--workers 2`` (every word through the repartition topic, the count's state per
+partition, two processes).
+
+The rate is words counted per second in steady state: from the producer timestamp of the
+5 % mark of the counts topic to its last record. The CPU per word is the engine's
+processes' CPU time (the supervisor and its workers, sampled every 0.1 s) over the same
+span, per word counted there, so start-up and group joins are left out of both. Every run
+checks that the last count of every word is the truth. With ``--runs N`` the table gives
+medians and the spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import bisect
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_ROOT = Path(__file__).resolve().parent.parent
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+# The imports below need the path set above.
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
+from benchlib import create_kept_topics, make_sentences, run_loop  # noqa: E402
+
+from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+TOPOLOGY = _ROOT / "topologies" / "stateful_word_count.py"
+GOAL = 1.1  # --workers 2 words/s over --workers 1
+CPU_GOAL = 1.25  # CPU per word through the hop over in process
+
+
+@dataclass
+class Run:
+    """One run's steady-state figures."""
+
+    rate: float  # words counted per second
+    cpu_us: float  # engine CPU microseconds per word counted
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and every process below it."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(parents.get(pid, ()))
+    return out
+
+
+def _cpu(pids: list[int], gone: dict[int, float]) -> float:
+    """CPU seconds of ``pids`` (user + system); a process that ended keeps its last
+    reading in ``gone``."""
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            gone[pid] = (int(fields[11]) + int(fields[12])) / _TICKS
+        except (OSError, IndexError, ValueError):
+            pass
+    return sum(gone.values())
+
+
+async def _fill(bootstrap: str, topic: str, sentences: list[str]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=10)
+    await producer.start()
+    try:
+        futures = [await producer.send(topic, s.encode()) for s in sentences]
+        await asyncio.gather(*futures)
+    finally:
+        await producer.stop()
+
+
+async def _count_records(bootstrap: str, topic: str, partitions: int, total: int,
+                         until: float) -> list[Any]:
+    """The counts topic's records from offset 0, until ``total`` arrived or ``until``."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(tps)
+        for tp in tps:
+            consumer.seek(tp, 0)
+        records: list[Any] = []
+        while len(records) < total and time.time() < until:
+            for batch in (await consumer.getmany(timeout_ms=200, max_records=20000)).values():
+                records.extend(batch)
+        return records
+    finally:
+        await consumer.stop()
+
+
+def _check(records: list[Any], truth: Counter[str]) -> None:
+    last: dict[str, tuple[int, int]] = {}
+    for r in records:
+        word = r.key.decode()
+        if word not in last or r.offset > last[word][0]:
+            last[word] = (r.offset, int(r.value))
+    wrong = [w for w, c in truth.items() if last.get(w, (0, 0))[1] != c]
+    if wrong:
+        raise SystemExit(f"wrong counts for {len(wrong)} words, e.g. {wrong[:5]}")
+
+
+async def one_run(bootstrap: str, workers: int, sentences: list[str], truth: Counter[str],
+                  partitions: int, state_dir: Path) -> Run:
+    """One run of the stateful word count with ``--workers workers``."""
+    tag = f"{time.monotonic_ns()}-w{workers}"
+    source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-workers-{tag}"
+    await create_kept_topics(bootstrap, {source: partitions, counts: partitions})
+    await _fill(bootstrap, source, sentences)
+    total = sum(truth.values())
+    conf = {"kafka.bootstrap.servers": bootstrap, "kafka.sentences.topic": source,
+            "kafka.counts.topic": counts, "kafka.group.id": group,
+            "topology.state.dir": str(state_dir / tag),
+            "kafka.consumer.auto_offset_reset": "earliest"}
+    args = [sys.executable, "-m", "engine", "run", str(TOPOLOGY), "--workers", str(workers)]
+    for key, value in conf.items():
+        args += ["--conf", f"{key}={value}"]
+    proc = subprocess.Popen(args, cwd=_ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    samples: list[tuple[float, float]] = []
+    gone: dict[int, float] = {}
+    stop = asyncio.Event()
+
+    async def sample() -> None:
+        while not stop.is_set():
+            samples.append((time.time(), _cpu(_tree(proc.pid), gone)))
+            await asyncio.sleep(0.1)
+
+    sampler = asyncio.create_task(sample())
+    try:
+        records = await _count_records(bootstrap, counts, partitions, total,
+                                       time.time() + 600)
+    finally:
+        stop.set()
+        await sampler
+        proc.terminate()
+        proc.wait(60)
+    if len(records) < total:
+        raise SystemExit(f"--workers {workers}: {len(records)} of {total} counts in 600 s")
+    _check(records, truth)
+    stamps = sorted(r.timestamp / 1000 for r in records)
+    mark = len(stamps) // 20
+    start, end = stamps[mark], stamps[-1]
+    words = len(stamps) - mark
+    cpu = _cpu_at(samples, end) - _cpu_at(samples, start)
+    return Run(words / (end - start), cpu / words * 1e6)
+
+
+def _cpu_at(samples: list[tuple[float, float]], when: float) -> float:
+    """The CPU reading at wall time ``when``, interpolated between samples."""
+    times = [t for t, _ in samples]
+    i = bisect.bisect_left(times, when)
+    if i <= 0:
+        return samples[0][1]
+    if i >= len(samples):
+        return samples[-1][1]
+    (t0, c0), (t1, c1) = samples[i - 1], samples[i]
+    return c0 + (c1 - c0) * (when - t0) / (t1 - t0) if t1 > t0 else c1
+
+
+async def bench(bootstrap: str, args: argparse.Namespace) -> dict[int, list[Run]]:
+    """Every run of each worker count, alternating."""
+    sentences = make_sentences(args.sentences, vocabulary=args.vocabulary, seed=7,
+                               words_per_sentence=args.words_per_sentence)
+    truth = Counter(w for s in sentences for w in s.split())
+    runs: dict[int, list[Run]] = {1: [], 2: []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.runs):
+            for workers in (1, 2):
+                run = await one_run(bootstrap, workers, sentences, truth, args.partitions,
+                                    Path(tmp))
+                print(f"  --workers {workers}: {run.rate:>10,.0f} words/s "
+                      f"{run.cpu_us:>6.1f} CPU us/word", flush=True)
+                runs[workers].append(run)
+    return runs
+
+
+def report(runs: dict[int, list[Run]], args: argparse.Namespace) -> None:
+    """The table: medians and spread, the ratios and the goals."""
+    words = args.sentences * args.words_per_sentence
+    print(f"stateful word count by the CLI, {args.sentences:,} sentences x "
+          f"{args.words_per_sentence} words ({words:,} words, {args.vocabulary:,} keys), "
+          f"{args.partitions} partitions, default config, {args.runs} run(s):")
+    print(f"  {'':<12}{'words/s':>10} {'spread':>21} {'CPU us/word':>12}")
+    for workers, rs in runs.items():
+        rates = [r.rate for r in rs]
+        print(f"  --workers {workers}{statistics.median(rates):>10,.0f} "
+              f"{min(rates):>10,.0f}-{max(rates):<10,.0f}"
+              f"{statistics.median(r.cpu_us for r in rs):>12.1f}")
+    ratios = [b.rate / a.rate for a, b in zip(runs[1], runs[2], strict=True)]
+    cpu = [b.cpu_us / a.cpu_us for a, b in zip(runs[1], runs[2], strict=True)]
+    print(f"  --workers 2 / --workers 1: {statistics.median(ratios):.2f} "
+          f"({min(ratios):.2f}-{max(ratios):.2f}; goal >= {GOAL})")
+    print(f"  CPU per word, hop / in process: {statistics.median(cpu):.2f} "
+          f"({min(cpu):.2f}-{max(cpu):.2f}; goal <= {CPU_GOAL})")
+
+
+def main() -> None:
+    """Parse the arguments, start the broker if none is given, run and report."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sentences", type=int, default=60000)
+    parser.add_argument("--words-per-sentence", type=int, default=5)
+    parser.add_argument("--vocabulary", type=int, default=5000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--bootstrap-servers", default=None)
+    args = parser.parse_args()
+    if args.bootstrap_servers:
+        report(run_loop(bench(args.bootstrap_servers, args)), args)
+    else:
+        with TestingBroker() as broker:
+            report(run_loop(bench(broker.bootstrap, args)), args)
+
+
+if __name__ == "__main__":
+    main()
