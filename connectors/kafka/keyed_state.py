@@ -58,6 +58,8 @@ from engine.state.standby import StandbyCopy
 
 __all__ = ["ChangelogInput"]
 
+_PARTITION_MEMO = 1 << 16  # grouping values whose partition a bolt remembers
+
 log = logging.getLogger("connectors.kafka.keyed_state")
 
 
@@ -76,6 +78,8 @@ class ChangelogInput:
         self.options = client_options.shared(options)
         self._at = tuple(list(fields).index(f) for f in key_fields)
         self._partition = KeyPartitions()  # the writer's partitioner, memo included
+        self._one = self._at[0] if len(self._at) == 1 else None
+        self._str_partitions: dict[str, int] = {}  # one str grouping field -> its partition
         self.partitions: list[int] = []
         self._callback: Callable[[list[int]], Awaitable[None]] | None = None
         self._on_assigned: Callable[[list[int]], Awaitable[None]] | None = None
@@ -86,8 +90,23 @@ class ChangelogInput:
 
     def partition_of(self, values: Sequence[Any]) -> int:
         """The input partition of a tuple with ``values``."""
+        if self._one is not None:
+            value = values[self._one]
+            if type(value) is str:  # the common key: its partition remembered
+                found = self._str_partitions.get(value)
+                if found is not None:
+                    return found
+                return self._remember(value)
         partitions = self.partitions
         return self._partition(record_key(values, self._at), partitions, partitions)
+
+    def _remember(self, value: str) -> int:
+        memo = self._str_partitions
+        if len(memo) >= _PARTITION_MEMO:
+            memo.clear()
+        partitions = self.partitions
+        found = memo[value] = self._partition(value.encode("utf-8"), partitions, partitions)
+        return found
 
     async def start(self, on_revoked: Callable[[list[int]], Awaitable[None]],
                     on_assigned: Callable[[list[int]], Awaitable[None]] | None = None,
@@ -104,6 +123,7 @@ class ChangelogInput:
             await self._refuse_missing()
         count = await ensure_changelog(self.bootstrap, self.options, self.sources, self.topic)
         self.partitions = list(range(count))
+        self._str_partitions.clear()
         self._writer = ChangelogWriter(self.topic, self.bootstrap, self.options)
         await self._writer.start()
         self._callback = on_revoked
