@@ -1,7 +1,7 @@
 """The peers of ``bench_kafka.py``: quixstreams and faust-streaming doing the same job.
 
-    python bench_kafka_peers.py {quix,quix-count,faust} --bootstrap HOST:PORT --source T
-                                --sink T --group G --records N [--state-dir DIR]
+    python bench_kafka_peers.py {quix,quix-count,quix-group-by,faust} --bootstrap HOST:PORT
+                                --source T --sink T --group G --records N [--state-dir DIR]
 
 Run by ``bench_kafka.py`` in a virtual environment of its own (the peers pin client
 libraries the engine does not use), so this file imports nothing from the project. Each
@@ -9,8 +9,9 @@ peer consumes ``source`` in consumer group ``group``, splits and counts every JS
 (the same ``process`` as the engine's bolts), produces one record per input to ``sink``,
 with at-least-once settings, and exits once it has handed ``records`` outputs to its
 producer and flushed it. ``quix-count`` is ``bench_stateful.py``'s peer: it counts each
-record's key in quixstreams' state and produces the running count. The rate is read by
-the caller from the output topic.
+record's key in quixstreams' state and produces the running count; ``quix-group-by`` is
+``bench_keyed_workers.py``'s, the keyed word count through quixstreams' own repartition
+topic (it runs until stopped). The rate is read by the caller from the output topic.
 """
 
 from __future__ import annotations
@@ -93,6 +94,33 @@ def run_quix_count(args: argparse.Namespace) -> None:
     app.run()
 
 
+def run_quix_group_by(args: argparse.Namespace) -> None:
+    """quixstreams, keyed: each sentence split into words (``expand``), regrouped by word
+    (``group_by``, through its repartition topic), the word counted in its state and the
+    count produced to ``sink``; default settings but the group's. Runs until stopped (the
+    caller reads the counts and stops every process of the group)."""
+    from quixstreams import Application
+
+    app = Application(broker_address=args.bootstrap, consumer_group=args.group,
+                      auto_offset_reset="earliest", state_dir=args.state_dir,
+                      loglevel="WARNING")
+    source = app.topic(args.source, value_deserializer="str")
+    sink = app.topic(args.sink, key_serializer="str", value_serializer="json")
+
+    def count(word: str, state: Any) -> int:
+        n = state.get("count", 0) + 1
+        state.set("count", n)
+        return n
+
+    sdf = app.dataframe(source)
+    sdf = sdf.apply(lambda sentence: sentence.split(), expand=True)
+    sdf = sdf.group_by(lambda word: word, name="word")
+    sdf = sdf.apply(count, stateful=True)
+    sdf = sdf.set_timestamp(lambda value, key, timestamp, headers: time.time_ns() // 1_000_000)
+    sdf.to_topic(sink)
+    app.run()
+
+
 def run_faust(args: argparse.Namespace) -> None:
     """faust-streaming: one agent, ``send`` per event, at least once (faust's default)."""
     import faust
@@ -124,7 +152,7 @@ def run_faust(args: argparse.Namespace) -> None:
 def main() -> None:
     """Parse the arguments and run one peer."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("peer", choices=["quix", "quix-count", "faust"])
+    parser.add_argument("peer", choices=["quix", "quix-count", "quix-group-by", "faust"])
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--source", required=True)
     parser.add_argument("--sink", required=True)
@@ -132,7 +160,8 @@ def main() -> None:
     parser.add_argument("--records", type=int, required=True)
     parser.add_argument("--state-dir", default="state", help="quix-count's state directory")
     args = parser.parse_args()
-    {"quix": run_quix, "quix-count": run_quix_count, "faust": run_faust}[args.peer](args)
+    {"quix": run_quix, "quix-count": run_quix_count, "quix-group-by": run_quix_group_by,
+     "faust": run_faust}[args.peer](args)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python scripts/bench_keyed_workers.py [--sentences 60000] [--words-per-sentence 5]
                                           [--vocabulary 5000] [--partitions 4] [--runs 3]
+                                          [--systems engine,quix]
                                           [--bootstrap-servers HOST:PORT]
 
 Without ``--bootstrap-servers`` it starts the Tansu test broker. Each run writes the
@@ -13,10 +14,16 @@ prefilled input is read), once with ``--workers 1`` (the fields grouping in proc
 once with ``--workers 2`` (every word through the repartition topic, the count's state per
 partition, two processes).
 
+With ``--systems engine,quix`` quixstreams 3.28 runs the same count beside it (``group_by``
+on the word through its own repartition topic, state in RocksDB with its changelog; the
+peer ``quix-group-by`` of ``bench_kafka_peers.py``, in the virtual environment
+``bench_kafka.py`` makes), in one process and in two of one group.
+
 The rate is words counted per second in steady state: from the producer timestamp of the
 5 % mark of the counts topic to its last record. The CPU per word is the engine's
 processes' CPU time (the supervisor and its workers, sampled every 0.1 s) over the same
-span, per word counted there, so start-up and group joins are left out of both. Every run
+span, per word counted there (the system's processes), so start-up and group joins are
+left out of both. Every run
 checks that the last count of every word is the truth. With ``--runs N`` the table gives
 medians and the spread.
 """
@@ -43,6 +50,7 @@ if str(_ROOT) not in sys.path:
 
 # The imports below need the path set above.
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
+from bench_kafka import PEER_SCRIPT, peer_python  # noqa: E402
 from benchlib import create_kept_topics, make_sentences, run_loop  # noqa: E402
 
 from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
@@ -133,10 +141,26 @@ def _check(records: list[Any], truth: Counter[str]) -> None:
         raise SystemExit(f"wrong counts for {len(wrong)} words, e.g. {wrong[:5]}")
 
 
-async def one_run(bootstrap: str, workers: int, sentences: list[str], truth: Counter[str],
-                  partitions: int, state_dir: Path) -> Run:
-    """One run of the stateful word count with ``--workers workers``."""
-    tag = f"{time.monotonic_ns()}-w{workers}"
+def _commands(system: str, workers: int, conf: dict[str, Any],
+              state_dir: Path) -> list[list[str]]:
+    """The processes of one run: the engine's CLI, or ``workers`` quixstreams peers."""
+    if system == "engine":
+        args = [sys.executable, "-m", "engine", "run", str(TOPOLOGY), "--workers",
+                str(workers)]
+        for key, value in conf.items():
+            args += ["--conf", f"{key}={value}"]
+        return [args]
+    return [[str(peer_python()), str(PEER_SCRIPT), "quix-group-by",
+             "--bootstrap", conf["kafka.bootstrap.servers"],
+             "--source", conf["kafka.sentences.topic"], "--sink", conf["kafka.counts.topic"],
+             "--group", conf["kafka.group.id"], "--records", "0",
+             "--state-dir", str(state_dir / f"quix-{i}")] for i in range(workers)]
+
+
+async def one_run(bootstrap: str, system: str, workers: int, sentences: list[str],
+                  truth: Counter[str], partitions: int, state_dir: Path) -> Run:
+    """One run of the stateful word count of ``system`` in ``workers`` processes."""
+    tag = f"{time.monotonic_ns()}-{system}{workers}"
     source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-workers-{tag}"
     await create_kept_topics(bootstrap, {source: partitions, counts: partitions})
     await _fill(bootstrap, source, sentences)
@@ -145,18 +169,17 @@ async def one_run(bootstrap: str, workers: int, sentences: list[str], truth: Cou
             "kafka.counts.topic": counts, "kafka.group.id": group,
             "topology.state.dir": str(state_dir / tag),
             "kafka.consumer.auto_offset_reset": "earliest"}
-    args = [sys.executable, "-m", "engine", "run", str(TOPOLOGY), "--workers", str(workers)]
-    for key, value in conf.items():
-        args += ["--conf", f"{key}={value}"]
-    proc = subprocess.Popen(args, cwd=_ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    procs = [subprocess.Popen(cmd, cwd=_ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+             for cmd in _commands(system, workers, conf, state_dir / tag)]
     samples: list[tuple[float, float]] = []
     gone: dict[int, float] = {}
     stop = asyncio.Event()
 
     async def sample() -> None:
         while not stop.is_set():
-            samples.append((time.time(), _cpu(_tree(proc.pid), gone)))
+            pids = [pid for p in procs for pid in _tree(p.pid)]
+            samples.append((time.time(), _cpu(pids, gone)))
             await asyncio.sleep(0.1)
 
     sampler = asyncio.create_task(sample())
@@ -166,10 +189,12 @@ async def one_run(bootstrap: str, workers: int, sentences: list[str], truth: Cou
     finally:
         stop.set()
         await sampler
-        proc.terminate()
-        proc.wait(60)
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(60)
     if len(records) < total:
-        raise SystemExit(f"--workers {workers}: {len(records)} of {total} counts in 600 s")
+        raise SystemExit(f"{system} x{workers}: {len(records)} of {total} counts in 600 s")
     _check(records, truth)
     stamps = sorted(r.timestamp / 1000 for r in records)
     mark = len(stamps) // 20
@@ -191,41 +216,52 @@ def _cpu_at(samples: list[tuple[float, float]], when: float) -> float:
     return c0 + (c1 - c0) * (when - t0) / (t1 - t0) if t1 > t0 else c1
 
 
-async def bench(bootstrap: str, args: argparse.Namespace) -> dict[int, list[Run]]:
-    """Every run of each worker count, alternating."""
+async def bench(bootstrap: str, args: argparse.Namespace) -> dict[tuple[str, int], list[Run]]:
+    """Every run of each system and process count, alternating."""
     sentences = make_sentences(args.sentences, vocabulary=args.vocabulary, seed=7,
                                words_per_sentence=args.words_per_sentence)
     truth = Counter(w for s in sentences for w in s.split())
-    runs: dict[int, list[Run]] = {1: [], 2: []}
+    systems = args.systems.split(",")
+    runs: dict[tuple[str, int], list[Run]] = {(s, w): [] for s in systems for w in (1, 2)}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.runs):
-            for workers in (1, 2):
-                run = await one_run(bootstrap, workers, sentences, truth, args.partitions,
-                                    Path(tmp))
-                print(f"  --workers {workers}: {run.rate:>10,.0f} words/s "
+            for system, workers in runs:
+                run = await one_run(bootstrap, system, workers, sentences, truth,
+                                    args.partitions, Path(tmp))
+                print(f"  {system} x{workers}: {run.rate:>10,.0f} words/s "
                       f"{run.cpu_us:>6.1f} CPU us/word", flush=True)
-                runs[workers].append(run)
+                runs[system, workers].append(run)
     return runs
 
 
-def report(runs: dict[int, list[Run]], args: argparse.Namespace) -> None:
+def report(runs: dict[tuple[str, int], list[Run]], args: argparse.Namespace) -> None:
     """The table: medians and spread, the ratios and the goals."""
     words = args.sentences * args.words_per_sentence
-    print(f"stateful word count by the CLI, {args.sentences:,} sentences x "
+    print(f"stateful word count, {args.sentences:,} sentences x "
           f"{args.words_per_sentence} words ({words:,} words, {args.vocabulary:,} keys), "
           f"{args.partitions} partitions, default config, {args.runs} run(s):")
-    print(f"  {'':<12}{'words/s':>10} {'spread':>21} {'CPU us/word':>12}")
-    for workers, rs in runs.items():
+    print(f"  {'':<22}{'words/s':>10} {'spread':>21} {'CPU us/word':>12}")
+    for (system, workers), rs in runs.items():
         rates = [r.rate for r in rs]
-        print(f"  --workers {workers}{statistics.median(rates):>10,.0f} "
+        label = f"{system}, {workers} process{'es' if workers > 1 else ''}"
+        print(f"  {label:<22}{statistics.median(rates):>10,.0f} "
               f"{min(rates):>10,.0f}-{max(rates):<10,.0f}"
               f"{statistics.median(r.cpu_us for r in rs):>12.1f}")
-    ratios = [b.rate / a.rate for a, b in zip(runs[1], runs[2], strict=True)]
-    cpu = [b.cpu_us / a.cpu_us for a, b in zip(runs[1], runs[2], strict=True)]
-    print(f"  --workers 2 / --workers 1: {statistics.median(ratios):.2f} "
-          f"({min(ratios):.2f}-{max(ratios):.2f}; goal >= {GOAL})")
-    print(f"  CPU per word, hop / in process: {statistics.median(cpu):.2f} "
-          f"({min(cpu):.2f}-{max(cpu):.2f}; goal <= {CPU_GOAL})")
+    for system in dict.fromkeys(s for s, _ in runs):
+        one, two = runs[system, 1], runs[system, 2]
+        ratios = [b.rate / a.rate for a, b in zip(one, two, strict=True)]
+        cpu = [b.cpu_us / a.cpu_us for a, b in zip(one, two, strict=True)]
+        goal = system == "engine"
+        print(f"  {system}: 2 processes / 1: {statistics.median(ratios):.2f} "
+              f"({min(ratios):.2f}-{max(ratios):.2f}{f'; goal >= {GOAL}' if goal else ''}); "
+              f"CPU per word, 2 / 1: {statistics.median(cpu):.2f} "
+              f"({min(cpu):.2f}-{max(cpu):.2f}{f'; goal <= {CPU_GOAL}' if goal else ''})")
+    if ("quix", 2) in runs:
+        for workers in (1, 2):
+            ratio = [a.rate / b.rate for a, b in
+                     zip(runs["engine", workers], runs["quix", workers], strict=True)]
+            print(f"  engine / quixstreams, {workers} process(es): "
+                  f"{statistics.median(ratio):.2f} ({min(ratio):.2f}-{max(ratio):.2f})")
 
 
 def main() -> None:
@@ -236,6 +272,7 @@ def main() -> None:
     parser.add_argument("--vocabulary", type=int, default=5000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--systems", default="engine", help="engine, quix, or both")
     parser.add_argument("--bootstrap-servers", default=None)
     args = parser.parse_args()
     if args.bootstrap_servers:
