@@ -256,7 +256,7 @@ def report(runs: dict[tuple[str, int], list[Run]], args: argparse.Namespace) -> 
               f"({min(ratios):.2f}-{max(ratios):.2f}{f'; goal >= {GOAL}' if goal else ''}); "
               f"CPU per word, 2 / 1: {statistics.median(cpu):.2f} "
               f"({min(cpu):.2f}-{max(cpu):.2f}{f'; goal <= {CPU_GOAL}' if goal else ''})")
-    if ("quix", 2) in runs:
+    if ("quix", 2) in runs and ("engine", 2) in runs:
         for workers in (1, 2):
             ratio = [a.rate / b.rate for a, b in
                      zip(runs["engine", workers], runs["quix", workers], strict=True)]
