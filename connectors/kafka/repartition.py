@@ -140,6 +140,11 @@ class RepartitionWriter(KafkaBolt):
         return key
 
 
+READER_BUFFER_RECORDS = 256
+"""Most records a reader task holds fetched and decoded before it emits them (the spout's
+``buffer_size`` if smaller): up to 16 MB of rows at ``PACK_BYTES`` a record."""
+
+
 class _Rows:
     """Decodes a repartition record's value into the rows it carries (the tuples' values):
     several for a packed record, one for a record of one row alone."""
@@ -225,6 +230,8 @@ class RepartitionSpout(ConsumerSpout):
         self.consumer_options = {**upstream.consumer_options, "auto_offset_reset": "earliest"}
         self.counters = KafkaSpoutMetrics()
         self.keyed_downstream = False
+        # A record holds up to PACK_BYTES of rows: bound what waits decoded by records.
+        self.buffer_size = min(upstream.buffer_size, READER_BUFFER_RECORDS)
 
     def next_tuple(self) -> None:
         """Emit due retries, then buffered records: each record's rows as the roots of one

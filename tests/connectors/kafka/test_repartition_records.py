@@ -14,6 +14,7 @@ from connectors.kafka import KafkaSpout
 from connectors.kafka.codec import DecodeError, encode_key
 from connectors.kafka.repartition import (
     ID_SPAN,
+    READER_BUFFER_RECORDS,
     KeyPartitions,
     RepartitionSpout,
     hop,
@@ -72,6 +73,8 @@ def test_reader_keeps_the_spouts_options_and_reads_from_the_start() -> None:
     assert reader.consumer_options["session_timeout_ms"] == 2000
     assert upstream.consumer_options["auto_offset_reset"] == "latest"
     assert reader.input_topics == ["words"] and upstream.topics == ["words"]
+    # Records of packed rows wait decoded: fewer of them than the spout's 10,000 records.
+    assert reader.buffer_size == READER_BUFFER_RECORDS < upstream.buffer_size
     assert reader.decoder(one_row(msgpack(["a", 1]))) == [["a", 1]]
     assert reader.decoder.many([one_row(msgpack(["a", 1]))]) == [[["a", 1]]]
     assert reader.decoder(packed(msgpack(["a", 1]), msgpack(["b", 2]))) == [["a", 1], ["b", 2]]
