@@ -80,7 +80,8 @@ class SpoutOutputCollector(BaseCollector):
         """Emit each of ``rows`` on ``stream``, in order; returns how many rows went out.
         With ``msg_id`` every tuple is a root of one tracked tree: ``ack(msg_id)`` follows
         once all of them were fully processed, ``fail(msg_id)`` (once) if any failed or the
-        tree timed out. A row that cannot be emitted raises before any row went out."""
+        tree timed out; the spout's ``emitted`` counts the tree once, as its ``acked`` and
+        ``pending`` do. A row that cannot be emitted raises before any row went out."""
         if msg_id is None or not self._num_ackers or len(rows) == 1:
             for values in rows:
                 route, targets = self._targets(values, stream)
@@ -91,7 +92,7 @@ class SpoutOutputCollector(BaseCollector):
         routed = [self._targets(values, stream) for values in rows]
         n = len(rows)
         self.emit_count += n
-        self._stats.emitted += n
+        self._stats.emitted += 1
         outbox, ids = self._outbox, self._ids
         root: Any = int(ids.take())
         val: i64 = 0

@@ -80,6 +80,7 @@ async def run(batches: list[list[str]], ackers: int = 1) -> tuple[Rows, Count]:
         await cluster.submit_topology("t", conf, b.create_topology())
         await wait_until(lambda: len(spout.log["acked"]) + len(spout.log["failed"])
                          == len(batches))
+        spout.log["emitted"] = cluster.stats("t")["components"]["rows"]["emitted"]
         await cluster.kill_topology("t", wait_secs=0)
     return spout, count
 
@@ -89,6 +90,7 @@ async def test_rows_of_one_tree_are_acked_once_when_all_completed() -> None:
     assert sorted(spout.log["acked"]) == [0, 1, 2] and spout.log["failed"] == []
     assert spout.log["sent"] == [4, 1, 0]
     assert sorted(count.seen) == ["a", "b", "c", "d", "e"]
+    assert spout.log["emitted"] == 3  # a tree counts once in the spout's emitted
 
 
 async def test_one_failed_row_fails_the_tree_once_and_never_acks_it() -> None:

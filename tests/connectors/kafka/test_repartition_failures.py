@@ -109,4 +109,5 @@ async def test_failures_on_both_sides_of_the_hop(kafka_broker) -> None:
     assert "bad word" in downstream.reason and downstream.failed_by == "count"
     # The failed record is the packed record the word came in, rows as the hop wrote them.
     assert ["bad"] in decode_rows(downstream.value)
-    assert stats[reader_id("count")]["emitted"] >= 10
+    # A record of rows is one tree: emitted, like acked and pending, counts records.
+    assert 1 <= stats[reader_id("count")]["emitted"] < 10
