@@ -98,6 +98,17 @@ async def _committed(bootstrap: str, group: str, topic: str, partitions: int) ->
         await consumer.stop()
 
 
+async def _end(bootstrap: str, topic: str, partitions: int) -> int:
+    """The end offsets of ``topic`` summed over its partitions."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        ends = await consumer.end_offsets([TopicPartition(topic, p) for p in range(partitions)])
+        return sum(ends.values())
+    finally:
+        await consumer.stop()
+
+
 async def _counts(bootstrap: str, topic: str, partitions: int, total: int) -> list[Any]:
     """Every record of the counts topic (``total`` of them), read from offset 0."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
@@ -163,7 +174,8 @@ async def one_run(bootstrap: str, workers: int, sentences: list[str], partitions
         await cluster.submit_topology("keyed", conf, module.build(conf))
         tune_gc()  # as ``python -m engine run`` does after submitting
         while await _committed(bootstrap, group, source, partitions) < len(sentences) or (
-                workers > 1 and await _committed(bootstrap, group, hop, partitions) < total):
+                workers > 1 and await _committed(bootstrap, group, hop, partitions)
+                < await _end(bootstrap, hop, partitions)):
             await asyncio.sleep(0.5)
         await cluster.kill_topology("keyed", wait_secs=5)
     cpu = time.process_time() - cpu
