@@ -173,6 +173,28 @@ class BatchSender:
         self._wake.set()
         return self._queued < self._max_queued
 
+    @property
+    def partitions(self) -> list[int]:
+        """The topic's partitions as of the last send cycle (sorted)."""
+        return self._all
+
+    def partition_of(self, key: bytes) -> int:
+        """The partition the partitioner gives ``key`` now."""
+        return self._partitioner(key, self._all, self._available)
+
+    def add_row(self, partition: int, value: bytes, item: Any) -> None:
+        """A packing sender's ``add_nowait`` of ``value`` to ``partition``, chosen by the
+        caller, without waking the sender (``wake`` does, once for many rows)."""
+        if len(value) + _RECORD_OVERHEAD > self._max_request_size:
+            self._check_size(None, value)
+        self._add_to_pack(partition, value, item)
+
+    def wake(self) -> bool:
+        """Wake the sender for what was added; False means the caller should ``await
+        room()`` before adding more."""
+        self._wake.set()
+        return self._queued < self._max_queued
+
     def _append(self, partition: int, key: bytes | None, value: bytes | None,
                 headers: list[tuple[str, bytes]]) -> list[Any]:
         """Append one record to ``partition``'s open batch; returns that batch's items."""

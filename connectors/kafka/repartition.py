@@ -32,7 +32,7 @@ naming the topic and both counts (docs/scaling.md says how to migrate).
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -45,10 +45,10 @@ from connectors.kafka.keyed_state import ChangelogInput
 from connectors.kafka.keys import KeyPartitions, record_key
 from connectors.kafka.repartition_codec import (
     DECODE_ERRORS,
-    Rows,
     decode_rows,
     encode_row,
     fields_key,
+    is_packed,
     key_bytes,
     pack_rows,
 )
@@ -108,6 +108,8 @@ class RepartitionWriter(KafkaBolt):
         self._one = self._at[0] if len(self._at) == 1 else None
         self._key_of = itemgetter(*self._at)  # several fields: their values, as a tuple
         self._keys: dict[str, bytes] = {}  # str grouping value -> its key bytes
+        self._partition_of: dict[str, int] = {}  # str grouping value -> its partition
+        self._counted = 0  # the partition count _partition_of was made for
 
     def _packing(self) -> dict[str, Any]:
         return {"pack": pack_rows}
@@ -118,6 +120,49 @@ class RepartitionWriter(KafkaBolt):
         await ensure_topic(spout.bootstrap_servers, spout.consumer_options, spout.topics,
                            self.topic)
         await super().prepare(conf, context, collector)
+
+    def execute_batch(self, batch: list[Any] | tuple[Any, ...]) -> Awaitable[None] | None:
+        """``KafkaBolt.execute_batch``, with the common tuple (one grouping field holding a
+        str) packed straight into its partition's record: the partition of each such value
+        is remembered while the topic's partition count stays. Any other tuple takes the
+        bolt's own path, which fails it alone with the reason if its row cannot be made."""
+        one, sender = self._one, self._sender
+        if one is None:
+            return super().execute_batch(batch)
+        if len(sender.partitions) != self._counted:
+            self._partition_of.clear()
+            self._counted = len(sender.partitions)
+        partition_of, fields, add = self._partition_of, self._fields, sender.add_row
+        others = []
+        for tup in batch:
+            values = tup.values
+            try:
+                value = values[one]
+            except IndexError:  # a tick tuple (the bolt's path skips it)
+                others.append(tup)
+                continue
+            partition = partition_of.get(value) if type(value) is str else None
+            if partition is None and (type(value) is not str or tup.is_tick()):
+                others.append(tup)
+                continue
+            try:
+                row = encode_row(values, fields)
+                if partition is None:
+                    partition = self._learn(value)
+                add(partition, row, tup)
+            except BaseException:
+                others.append(tup)  # failed there, with the reason
+                continue
+            self._sent += 1
+        waits = super().execute_batch(others) if others else None
+        return sender.room() if not sender.wake() or waits is not None else None
+
+    def _learn(self, value: str) -> int:
+        memo = self._partition_of
+        if len(memo) >= _KEY_MEMO:
+            memo.clear()
+        found = memo[value] = self._sender.partition_of(value.encode("utf-8"))
+        return found
 
     def _record(self, tup: Any) -> tuple[bytes | None, bytes | None]:
         values = tup.values
@@ -160,23 +205,21 @@ class _Rows:
         except DECODE_ERRORS as exc:
             raise DecodeError(f"repartition value is not rows of MessagePack values: "
                               f"{exc}") from None
-        n = self._n
-        if any(type(r) is not list or len(r) != n for r in rows):
-            raise DecodeError(f"repartition value is not rows of {n} values")
+        if rows and set(map(len, rows)) != {self._n}:
+            raise DecodeError(f"repartition value is not rows of {self._n} values")
         return rows
 
     def many(self, records: list[Any]) -> list[list[list[Any]]]:
         """Every record's rows; raises ``DecodeError`` if any is not rows (the fetcher
         then decodes them one by one, to name each bad record)."""
-        unpack, n = decode_rows, self._n
+        unpack, n = decode_rows, {self._n}
         try:
             out = [unpack(r.value) for r in records]
         except DECODE_ERRORS as exc:
             raise DecodeError(str(exc)) from None
         for rows in out:
-            for row in rows:
-                if type(row) is not list or len(row) != n:
-                    raise DecodeError("not a row")
+            if rows and set(map(len, rows)) != n:
+                raise DecodeError("not a row")
         return out
 
 
@@ -192,19 +235,19 @@ class _OffsetRows(_Rows):
 
     def __call__(self, record: Any) -> list[list[Any]]:
         rows = super().__call__(record)
-        self._number(record.offset, rows)
+        self._number(record, rows)
         return rows
 
     def many(self, records: list[Any]) -> list[list[list[Any]]]:
         """Every record's rows, each with its message id at ``at``."""
         out = super().many(records)
         for record, rows in zip(records, out, strict=True):
-            self._number(record.offset, rows)
+            self._number(record, rows)
         return out
 
-    def _number(self, offset: int, rows: list[list[Any]]) -> None:
-        at = self._at
-        if type(rows) is not Rows:  # one row alone: the record's offset
+    def _number(self, record: Any, rows: list[list[Any]]) -> None:
+        at, offset = self._at, record.offset
+        if not is_packed(record.value):  # one row alone: the record's offset
             rows[0][at] = offset
             return
         if len(rows) >= ID_SPAN:

@@ -11,10 +11,10 @@ Guarantees:
   ``zoneinfo.ZoneInfo`` with a key raises ``TypeError`` naming the field and the type.
 - ``pack_rows`` joins encoded rows into one record value (a MessagePack extension, code
   ``10``, holding an array of the rows, made without decoding them); ``decode_rows`` gives
-  the rows of either kind of value back, in order: a ``Rows`` list for a packed value, a
-  list of one row for a value ``encode_row`` made alone (as the hop wrote before it packed
-  rows). The value says which it is, so a record keeps its meaning through the failed
-  topic and a replay, which carry values, not headers.
+  the rows of either kind of value back, in order, and ``is_packed`` says which it was:
+  a list of one row for a value ``encode_row`` made alone (as the hop wrote before it
+  packed rows). The value says which it is, so a record keeps its meaning through the
+  failed topic and a replay, which carry values, not headers.
 - ``key_bytes`` gives the same bytes for the writer's values and for the reader's decoded
   ones, in any process: one field is its text (``str``; ``b"null"`` for None, bytes as they
   are; containers as their ``repr`` with each set's elements sorted), several fields a
@@ -33,8 +33,8 @@ from zoneinfo import ZoneInfo
 
 import msgspec
 
-__all__ = ["CARRIED", "DECODE_ERRORS", "Rows", "decode_row", "decode_rows", "encode_row",
-           "fields_key", "key_bytes", "pack_rows"]
+__all__ = ["CARRIED", "DECODE_ERRORS", "decode_row", "decode_rows", "encode_row", "fields_key",
+           "is_packed", "key_bytes", "pack_rows"]
 
 Ext = msgspec.msgpack.Ext
 _pack = msgspec.msgpack.Encoder().encode
@@ -48,12 +48,6 @@ _NAMES = ", ".join("None" if t is type(None) else t.__name__ for t in CARRIED)
 
 _TUPLE, _SET, _FROZENSET, _DICT, _DATETIME, _DATE, _TIME, _DECIMAL, _UUID, _ROWS = range(1, 11)
 _MICROSECOND = timedelta(microseconds=1)
-
-
-class Rows(list):  # type: ignore[type-arg]
-    """The rows of a packed value (``pack_rows``), in the order they were packed."""
-
-    __slots__ = ()
 
 
 class _Refused(TypeError):
@@ -198,23 +192,31 @@ def _unwire(code: int, data: memoryview) -> Any:
         return Decimal(bytes(data).decode("ascii"))
     if code == _UUID:
         return UUID(bytes=bytes(data))
-    if code == _ROWS:
-        return Rows(_unpack(data))
     raise ValueError(f"unknown MessagePack extension type {code}")
 
 
 _unpack = msgspec.msgpack.Decoder(ext_hook=_unwire).decode
+_unpack_rows = msgspec.msgpack.Decoder(list[list[Any]], ext_hook=_unwire).decode
 
 decode_row: Callable[[bytes], Any] = _unpack
 """What ``encode_row`` encoded (a list of the values); raises one of ``DECODE_ERRORS``
 for bytes it did not write."""
 
-def decode_rows(value: bytes) -> list[Any]:
-    """The rows of a record value: a ``Rows`` list for what ``pack_rows`` made, a list of
-    the one row for what ``encode_row`` made alone; raises one of ``DECODE_ERRORS`` for
-    bytes neither made (the rows themselves are not checked)."""
-    got = _unpack(value)
-    return got if type(got) is Rows else [got]
+def is_packed(value: bytes) -> bool:
+    """Whether ``value`` is what ``pack_rows`` made (else, at most, one row alone)."""
+    return len(value) > 5 and value[0] == 0xC9 and value[5] == _ROWS
+
+
+def decode_rows(value: bytes) -> list[list[Any]]:
+    """The rows of a record value: every row of what ``pack_rows`` made, the one row of
+    what ``encode_row`` made alone; raises one of ``DECODE_ERRORS`` for bytes neither
+    made, or where a row is not an array (the rows' lengths are not checked)."""
+    if is_packed(value):
+        return _unpack_rows(memoryview(value)[6:])
+    row = _unpack(value)
+    if type(row) is not list:
+        raise TypeError(f"a row is an array, not {type(row).__name__}")
+    return [row]
 
 
 def pack_rows(rows: Sequence[bytes]) -> bytes:

@@ -110,3 +110,43 @@ async def test_a_confirmation_counts_only_for_where_the_batch_was_sent() -> None
     refused = asyncio.get_running_loop().create_future()
     refused.set_exception(MessageSizeTooLargeError())
     assert checked(refused, "out", 2) is refused
+
+
+async def test_a_packing_sender_makes_one_record_per_partition_and_cycle(kafka_broker) -> None:
+    """Values for one partition share records (past ``pack_bytes`` a new one), in the order
+    added; every item is acked with its record's batch; a value too large is refused."""
+    bootstrap = kafka_broker.bootstrap
+    topic = unique("packed")
+    await kafka_broker.create_topic(topic, 3)
+    delivered: list[tuple[list[Any], bool]] = []
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    try:
+        sender = BatchSender(producer, topic,
+                             lambda items, f: delivered.append((items, f.exception() is None)),
+                             linger=0.05, pack=b"|".join, pack_bytes=200,
+                             max_request_size=5000)
+        await sender.start()
+        for n in range(300):
+            sender.add_row(n % 3, b"v%03d" % n, n)
+        await sender.add(b"key", b"w", "keyed")  # the partitioner's choice, packed too
+        with pytest.raises(MessageSizeTooLargeError):
+            sender.add_row(0, b"x" * 6000, "big")
+        assert sender.wake()
+        await sender.close()
+        await producer.flush()
+    finally:
+        await producer.stop()
+    assert sorted(i for batch, ok in delivered if ok for i in batch if i != "keyed") == \
+        list(range(300))
+    records = await read_all(bootstrap, topic)
+    assert all(r.key is None for r in records)
+    rows = {p: [v for r in records if r.partition == p for v in r.value.split(b"|")]
+            for p in range(3)}
+    keyed = sender.partition_of(b"key")
+    for p in range(3):
+        assert [v for v in rows[p] if v != b"w"] == [b"v%03d" % n for n in range(p, 300, 3)]
+    assert b"w" in rows[keyed]
+    # 100 values of 4 bytes a partition, cut past 200 bytes: 2 or 3 records each.
+    assert 6 <= len(records) <= 9
+    assert all(len(r.value.split(b"|")) <= 50 for r in records)

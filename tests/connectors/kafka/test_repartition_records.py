@@ -175,7 +175,10 @@ def test_a_value_the_hop_cannot_carry_fails_its_tuple_alone_with_the_reason() ->
     writer, _ = hop(spout(), "count", ("k",), ("k", "v"))
     sent: list[Any] = []
     failed: list[tuple[Any, Any]] = []
-    writer._sender = SimpleNamespace(add_nowait=lambda k, v, t: sent.append(t) or True)
+    writer._sender = SimpleNamespace(add_nowait=lambda k, v, t: sent.append(t) or True,
+                                     add_row=lambda p, v, t: sent.append(t),
+                                     partitions=[0, 1], partition_of=lambda key: 0,
+                                     wake=lambda: True)
     writer._sent = 0
     writer._collector = SimpleNamespace(component="__count-repartition-writer",
                                         fail_with=lambda t, r: failed.append((t, r)),
