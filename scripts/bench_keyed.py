@@ -50,8 +50,14 @@ if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
 # The imports below need the path set above.
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
-from benchlib import create_kept_topics, make_sentences, run_loop  # noqa: E402
+from aiokafka import AIOKafkaConsumer, TopicPartition  # noqa: E402
+from benchlib import (  # noqa: E402
+    check_counts,
+    create_kept_topics,
+    fill_sentences,
+    make_sentences,
+    run_loop,
+)
 
 from connectors.kafka.changelog import (  # noqa: E402
     ChangelogWriter,
@@ -77,14 +83,6 @@ def _word_count_module() -> Any:
     return module
 
 
-async def _fill(bootstrap: str, topic: str, sentences: list[str]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=10)
-    await producer.start()
-    try:
-        futures = [await producer.send(topic, s.encode()) for s in sentences]
-        await asyncio.gather(*futures)
-    finally:
-        await producer.stop()
 
 
 async def _committed(bootstrap: str, group: str, topic: str, partitions: int) -> int:
@@ -135,15 +133,6 @@ def _rate(records: list[Any]) -> float:
     return (len(stamps) - len(stamps) // 20) / span if span > 0 else float("nan")
 
 
-def _check(records: list[Any], truth: Counter[str]) -> None:
-    last: dict[str, tuple[int, int]] = {}
-    for r in records:
-        word = r.key.decode()
-        if word not in last or r.offset > last[word][0]:
-            last[word] = (r.offset, int(r.value))
-    wrong = [w for w, c in truth.items() if last.get(w, (0, 0))[1] != c]
-    if wrong:
-        raise SystemExit(f"wrong counts for {len(wrong)} words, e.g. {wrong[:5]}")
 
 
 async def _topics(bootstrap: str, suffix: str, sentences: list[str],
@@ -152,7 +141,7 @@ async def _topics(bootstrap: str, suffix: str, sentences: list[str],
     tag = f"{time.monotonic_ns()}-{suffix}"
     source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-keyed-{tag}"
     await create_kept_topics(bootstrap, {source: partitions, counts: partitions})
-    await _fill(bootstrap, source, sentences)
+    await fill_sentences(bootstrap, source, sentences)
     return tag, source, counts, group, Counter(w for s in sentences for w in s.split())
 
 
@@ -180,7 +169,7 @@ async def one_run(bootstrap: str, workers: int, sentences: list[str], partitions
         await cluster.kill_topology("keyed", wait_secs=5)
     cpu = time.process_time() - cpu
     records = await _counts(bootstrap, counts, partitions, total)
-    _check(records, truth)
+    check_counts(records, truth)
     return _rate(records), total / cpu
 
 
@@ -221,7 +210,7 @@ async def stateful_run(bootstrap: str, workers: int, sentences: list[str], parti
     finally:
         proc.terminate()
         proc.wait(60)
-    _check(records, truth)
+    check_counts(records, truth)
     return _rate(records)
 
 

@@ -49,9 +49,15 @@ if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
 # The imports below need the path set above.
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
+from aiokafka import AIOKafkaConsumer, TopicPartition  # noqa: E402
 from bench_kafka import PEER_SCRIPT, peer_python  # noqa: E402
-from benchlib import create_kept_topics, make_sentences, run_loop  # noqa: E402
+from benchlib import (  # noqa: E402
+    check_counts,
+    create_kept_topics,
+    fill_sentences,
+    make_sentences,
+    run_loop,
+)
 
 from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
 
@@ -101,14 +107,6 @@ def _cpu(pids: list[int], gone: dict[int, float]) -> float:
     return sum(gone.values())
 
 
-async def _fill(bootstrap: str, topic: str, sentences: list[str]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=10)
-    await producer.start()
-    try:
-        futures = [await producer.send(topic, s.encode()) for s in sentences]
-        await asyncio.gather(*futures)
-    finally:
-        await producer.stop()
 
 
 async def _count_records(bootstrap: str, topic: str, partitions: int, total: int,
@@ -130,15 +128,6 @@ async def _count_records(bootstrap: str, topic: str, partitions: int, total: int
         await consumer.stop()
 
 
-def _check(records: list[Any], truth: Counter[str]) -> None:
-    last: dict[str, tuple[int, int]] = {}
-    for r in records:
-        word = r.key.decode()
-        if word not in last or r.offset > last[word][0]:
-            last[word] = (r.offset, int(r.value))
-    wrong = [w for w, c in truth.items() if last.get(w, (0, 0))[1] != c]
-    if wrong:
-        raise SystemExit(f"wrong counts for {len(wrong)} words, e.g. {wrong[:5]}")
 
 
 def _commands(system: str, workers: int, conf: dict[str, Any],
@@ -163,7 +152,7 @@ async def one_run(bootstrap: str, system: str, workers: int, sentences: list[str
     tag = f"{time.monotonic_ns()}-{system}{workers}"
     source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-workers-{tag}"
     await create_kept_topics(bootstrap, {source: partitions, counts: partitions})
-    await _fill(bootstrap, source, sentences)
+    await fill_sentences(bootstrap, source, sentences)
     total = sum(truth.values())
     conf = {"kafka.bootstrap.servers": bootstrap, "kafka.sentences.topic": source,
             "kafka.counts.topic": counts, "kafka.group.id": group,
@@ -195,7 +184,7 @@ async def one_run(bootstrap: str, system: str, workers: int, sentences: list[str
             proc.wait(60)
     if len(records) < total:
         raise SystemExit(f"{system} x{workers}: {len(records)} of {total} counts in 600 s")
-    _check(records, truth)
+    check_counts(records, truth)
     stamps = sorted(r.timestamp / 1000 for r in records)
     mark = len(stamps) // 20
     start, end = stamps[mark], stamps[-1]

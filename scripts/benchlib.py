@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -308,3 +309,29 @@ if __name__ == "__main__":
     assert what == "word-count", what
     print(run_loop(_engine_word_count(make_sentences(int(n)), int(ackers_arg),
                                       int(parallelism_arg))))
+
+
+async def fill_sentences(bootstrap: str, topic: str, sentences: list[str]) -> None:
+    """Write each sentence as one record (no key) to ``topic``, batched."""
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=10)
+    await producer.start()
+    try:
+        futures = [await producer.send(topic, s.encode()) for s in sentences]
+        await asyncio.gather(*futures)
+    finally:
+        await producer.stop()
+
+
+def check_counts(records: list[Any], truth: Counter[str]) -> None:
+    """Exit naming the words whose last count in ``records`` (key the word, value the count
+    so far) is not their count in ``truth``."""
+    last: dict[str, tuple[int, int]] = {}
+    for r in records:
+        word = r.key.decode()
+        if word not in last or r.offset > last[word][0]:
+            last[word] = (r.offset, int(r.value))
+    wrong = [w for w, c in truth.items() if last.get(w, (0, 0))[1] != c]
+    if wrong:
+        raise SystemExit(f"wrong counts for {len(wrong)} words, e.g. {wrong[:5]}")
