@@ -22,7 +22,8 @@ Guarantees:
   once when a batch is full;
 - at most ``max_queued`` full batches wait for the sender: ``add`` waits beyond that;
 - a packing sender (``pack`` given) joins the values added for one partition into one
-  record per send cycle (``pack(values)``, no key, no headers; a new record
+  record per send cycle (``pack(values)``, keyed by the first value's key, no headers:
+  a producer that sends it again by its key puts it in the same partition; a new record
   past ``pack_bytes``), so many small values cost one record; their items are acked or
   failed with that record's batch, in the order added.
 """
@@ -88,12 +89,13 @@ def checked(future: asyncio.Future[Any], topic: str,
 class _Pack:
     """Values bound for one partition that will share one record, and their items."""
 
-    __slots__ = ("items", "size", "values")
+    __slots__ = ("items", "key", "size", "values")
 
     def __init__(self) -> None:
         self.values: list[bytes] = []
         self.items: list[Any] = []
         self.size = 0
+        self.key: bytes | None = None  # the first value's key, the record's
 
 
 class BatchSender:
@@ -167,7 +169,7 @@ class BatchSender:
             partition = (self._sticky_partition if key is None
                          else self._partitioner(key, self._all, self._available))
         if self._pack is not None:
-            self._add_to_pack(partition, value or b"", item)
+            self._add_to_pack(partition, value or b"", item, key)
         else:
             self._append(partition, key, value, headers or _NO_HEADERS).append(item)
         self._wake.set()
@@ -182,12 +184,13 @@ class BatchSender:
         """The partition the partitioner gives ``key`` now."""
         return self._partitioner(key, self._all, self._available)
 
-    def add_row(self, partition: int, value: bytes, item: Any) -> None:
-        """A packing sender's ``add_nowait`` of ``value`` to ``partition``, chosen by the
-        caller, without waking the sender (``wake`` does, once for many rows)."""
-        if len(value) + _RECORD_OVERHEAD > self._max_request_size:
-            self._check_size(None, value)
-        self._add_to_pack(partition, value, item)
+    def add_row(self, partition: int, key: bytes, value: bytes, item: Any) -> None:
+        """A packing sender's ``add_nowait`` of ``value`` (whose key is ``key``) to
+        ``partition``, chosen by the caller, without waking the sender (``wake`` does, once
+        for many rows)."""
+        if len(value) + len(key) + _RECORD_OVERHEAD > self._max_request_size:
+            self._check_size(key, value)
+        self._add_to_pack(partition, value, item, key)
 
     def wake(self) -> bool:
         """Wake the sender for what was added; False means the caller should ``await
@@ -211,12 +214,15 @@ class BatchSender:
             self._queued += 1
         return items
 
-    def _add_to_pack(self, partition: int, value: bytes, item: Any) -> None:
+    def _add_to_pack(self, partition: int, value: bytes, item: Any,
+                     key: bytes | None) -> None:
         pack = self._packs.get(partition)
         if pack is None:
             pack = self._packs[partition] = _Pack()
         elif pack.size + len(value) > self._pack_bytes and pack.values:
             self._seal(partition, pack)
+        if not pack.values:
+            pack.key = key
         pack.values.append(value)
         pack.items.append(item)
         pack.size += len(value)
@@ -224,9 +230,9 @@ class BatchSender:
     def _seal(self, partition: int, pack: _Pack) -> None:
         """``pack``'s values become one record of ``partition``; the pack starts empty."""
         assert self._pack is not None
-        self._append(partition, None, self._pack(pack.values),
+        self._append(partition, pack.key, self._pack(pack.values),
                      _NO_HEADERS).extend(pack.items)
-        pack.values, pack.items, pack.size = [], [], 0
+        pack.values, pack.items, pack.size, pack.key = [], [], 0, None
 
     def _seal_all(self) -> None:
         for partition, pack in self._packs.items():

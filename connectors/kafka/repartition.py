@@ -9,8 +9,9 @@ With ``topology.workers`` above 1 the engine replaces a fields grouping downstre
   one, murmur2 of those bytes). Each tuple becomes a row, a MessagePack array of its values
   (``repartition_codec``: each comes back as the type it was, and a value of a type the
   hop does not carry fails its tuple, naming the field); the rows bound for one partition
-  in one send cycle share one record (``pack_rows``, at most ``PACK_BYTES``), so a word
-  costs a row, not a record. A tuple is acked once the broker confirmed its record,
+  in one send cycle share one record (``pack_rows``, at most ``PACK_BYTES``, keyed by its
+  first row's key, so that a record replayed by its key lands in its partition again), so
+  a word costs a row, not a record. A tuple is acked once the broker confirmed its record,
   failed with the produce error otherwise: the upstream tree completes when the hop has
   the record.
 - ``RepartitionSpout``, a Kafka consumer spout (``ConsumerSpout``) on that topic in the
@@ -108,7 +109,8 @@ class RepartitionWriter(KafkaBolt):
         self._one = self._at[0] if len(self._at) == 1 else None
         self._key_of = itemgetter(*self._at)  # several fields: their values, as a tuple
         self._keys: dict[str, bytes] = {}  # str grouping value -> its key bytes
-        self._partition_of: dict[str, int] = {}  # str grouping value -> its partition
+        # str grouping value -> its partition and key bytes
+        self._partition_of: dict[str, tuple[int, bytes]] = {}
         self._counted = 0  # the partition count _partition_of was made for
 
     def _packing(self) -> dict[str, Any]:
@@ -141,15 +143,14 @@ class RepartitionWriter(KafkaBolt):
             except IndexError:  # a tick tuple (the bolt's path skips it)
                 others.append(tup)
                 continue
-            partition = partition_of.get(value) if type(value) is str else None
-            if partition is None and (type(value) is not str or tup.is_tick()):
+            known = partition_of.get(value) if type(value) is str else None
+            if known is None and (type(value) is not str or tup.is_tick()):
                 others.append(tup)
                 continue
             try:
                 row = encode_row(values, fields)
-                if partition is None:
-                    partition = self._learn(value)
-                add(partition, row, tup)
+                partition, key = known or self._learn(value)
+                add(partition, key, row, tup)
             except BaseException:
                 others.append(tup)  # failed there, with the reason
                 continue
@@ -157,11 +158,12 @@ class RepartitionWriter(KafkaBolt):
         waits = super().execute_batch(others) if others else None
         return sender.room() if not sender.wake() or waits is not None else None
 
-    def _learn(self, value: str) -> int:
+    def _learn(self, value: str) -> tuple[int, bytes]:
         memo = self._partition_of
         if len(memo) >= _KEY_MEMO:
             memo.clear()
-        found = memo[value] = self._sender.partition_of(value.encode("utf-8"))
+        key = value.encode("utf-8")
+        found = memo[value] = (self._sender.partition_of(key), key)
         return found
 
     def _record(self, tup: Any) -> tuple[bytes | None, bytes | None]:

@@ -128,10 +128,10 @@ async def test_a_packing_sender_makes_one_record_per_partition_and_cycle(kafka_b
                              max_request_size=5000)
         await sender.start()
         for n in range(300):
-            sender.add_row(n % 3, b"v%03d" % n, n)
+            sender.add_row(n % 3, b"k%d" % (n % 3), b"v%03d" % n, n)
         await sender.add(b"key", b"w", "keyed")  # the partitioner's choice, packed too
         with pytest.raises(MessageSizeTooLargeError):
-            sender.add_row(0, b"x" * 6000, "big")
+            sender.add_row(0, b"k0", b"x" * 6000, "big")
         assert sender.wake()
         await sender.close()
         await producer.flush()
@@ -140,7 +140,10 @@ async def test_a_packing_sender_makes_one_record_per_partition_and_cycle(kafka_b
     assert sorted(i for batch, ok in delivered if ok for i in batch if i != "keyed") == \
         list(range(300))
     records = await read_all(bootstrap, topic)
-    assert all(r.key is None for r in records)
+    # A record's key is its first value's: a resend by key finds the partition again.
+    assert {r.key for r in records if r.partition != sender.partition_of(b"key")} <= {
+        b"k0", b"k1", b"k2"}
+    assert all(r.key == b"k%d" % r.partition for r in records if b"w" not in r.value)
     rows = {p: [v for r in records if r.partition == p for v in r.value.split(b"|")]
             for p in range(3)}
     keyed = sender.partition_of(b"key")

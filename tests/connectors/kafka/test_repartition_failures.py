@@ -21,6 +21,7 @@ from connectors.kafka.repartition import topic_name
 from connectors.kafka.repartition_codec import decode_rows
 from engine import BasicBolt, Config, FailedException, LocalCluster, TopologyBuilder
 from engine.keyed import reader_id, writer_id
+from engine.murmur2 import default_partition
 from tests.connectors.kafka.helpers import (
     FAST_GROUP,
     committed,
@@ -109,5 +110,9 @@ async def test_failures_on_both_sides_of_the_hop(kafka_broker) -> None:
     assert "bad word" in downstream.reason and downstream.failed_by == "count"
     # The failed record is the packed record the word came in, rows as the hop wrote them.
     assert ["bad"] in decode_rows(downstream.value)
+    # Its key is its first row's, which Kafka's partitioner sends back to its partition:
+    # a replay of the failed record reaches the process that holds the rows' keys.
+    assert downstream.key is not None
+    assert default_partition(downstream.key, [0, 1], [0, 1]) == downstream.partition
     # A record of rows is one tree: emitted, like acked and pending, counts records.
     assert 1 <= stats[reader_id("count")]["emitted"] < 10

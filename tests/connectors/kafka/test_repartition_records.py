@@ -176,7 +176,7 @@ def test_a_value_the_hop_cannot_carry_fails_its_tuple_alone_with_the_reason() ->
     sent: list[Any] = []
     failed: list[tuple[Any, Any]] = []
     writer._sender = SimpleNamespace(add_nowait=lambda k, v, t: sent.append(t) or True,
-                                     add_row=lambda p, v, t: sent.append(t),
+                                     add_row=lambda p, k, v, t: sent.append(t),
                                      partitions=[0, 1], partition_of=lambda key: 0,
                                      wake=lambda: True)
     writer._sent = 0
