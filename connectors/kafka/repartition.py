@@ -280,18 +280,20 @@ class RepartitionSpout(ConsumerSpout):
 
     def next_tuple(self) -> None:
         """Emit due retries, then buffered records: each record's rows as the roots of one
-        tree, about ``EMIT_ROWS`` rows a call; never waits on the broker."""
+        tree, about ``EMIT_ROWS`` rows and at most the spout's trees a call (``EMIT_BATCH``,
+        fewer under ``topology.max.spout.pending``); never waits on the broker."""
         if self._halted is not None:
             return
         emit = self._collector.emit_many
         self._emit_retries(emit)
         fetcher = self._fetcher
         buffer = fetcher.buffer
-        n = EMIT_ROWS
-        while n > 0 and buffer:
+        rows, trees = EMIT_ROWS, self._emit_batch
+        while rows > 0 and trees and buffer:
             part, pending = buffer.popleft()
             if not part.revoked and part.records.get(pending.msg_id[2]) is pending:
-                n -= emit(pending.values, pending.msg_id)
+                rows -= emit(pending.values, pending.msg_id)
+                trees -= 1
         self._refill()
 
     def with_offsets_in(self, field: str) -> RepartitionSpout:
