@@ -246,12 +246,11 @@ class Fetcher:
         offsets.track_many(at)
         reasons: dict[int, str] = {}
         try:
-            decoded: list[list[Any] | None] = list(self._decode_many(records))
+            decoded: list[list[Any] | None] = self._decode_many(records)  # type: ignore[assignment]
         except DecodeError:
             decoded = [self._decode_one(r, reasons) for r in records]
-        topic, partition = tp.topic, tp.partition
-        pendings = [Pending((topic, partition, offset), values, record)
-                    for offset, values, record in zip(at, decoded, records, strict=True)]
+        msg_ids = zip(repeat(tp.topic), repeat(tp.partition), at)
+        pendings = list(map(Pending, msg_ids, decoded, records))
         part.records.update(zip(at, pendings, strict=True))
         if not reasons:  # every record decoded: the common case, at C speed
             self.buffer.extend(zip(repeat(part), pendings))
