@@ -313,7 +313,7 @@ async def one_run(system: str, run: int, bootstrap: str, broker: TestingBroker |
     outcome.cpu_us = cpu / args.records * 1e6
     missing = args.records - outcome.unique
     print(f"  {system:<7} run {run + 1}: {outcome.rate:>9,.0f} records/s steady "
-          f"(wall {wall:.1f}s, CPU {outcome.cpu_us:.0f} us/record), outputs {outcome.unique:,} ids"
+          f"(wall {wall:.1f}s, CPU {outcome.cpu_us:.1f} us/record), outputs {outcome.unique:,} ids"
           f"{f', {missing:,} MISSING' if missing else ''}, {outcome.duplicates:,} duplicates"
           f"{f' [{outcome.note}]' if outcome.note else ''}", flush=True)
     return outcome
@@ -359,7 +359,7 @@ def table(results: dict[str, list[Outcome]], records: int) -> list[str]:
         partial = " (partial)" if any(o.unique < records for o in runs) else ""
         cpu = statistics.median(o.cpu_us for o in runs)
         lines.append(f"{LABELS[system]:<55} {med[system]:>10,.0f} "
-                     f"{min(rates):>9,.0f}-{max(rates):<9,.0f} {ratio:>7} {cpu:>10.0f}"
+                     f"{min(rates):>9,.0f}-{max(rates):<9,.0f} {ratio:>7} {cpu:>10.1f}"
                      f"{partial}")
     checks = []
     if bare and "engine" in med:
