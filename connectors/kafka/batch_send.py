@@ -86,6 +86,15 @@ def checked(future: asyncio.Future[Any], topic: str,
     return failed
 
 
+def _takes_records_directly(builder: Any) -> bool:
+    """Whether ``builder`` (the producer's ``BatchBuilder``) is the kind ``_add`` appends
+    to directly: a v2 record builder inside, no key or value serializer to apply."""
+    return (isinstance(getattr(builder, "_builder", None), DefaultRecordBatchBuilder)
+            and type(getattr(builder, "_relative_offset", None)) is int
+            and getattr(builder, "_key_serializer", None) is None
+            and getattr(builder, "_value_serializer", None) is None)
+
+
 class _Pack:
     """Values bound for one partition that will share one record, and their items."""
 
@@ -127,6 +136,7 @@ class BatchSender:
         self._pack = pack
         self._pack_bytes = pack_bytes
         self._packs: dict[int, _Pack] = {}  # partition -> values not yet in a record
+        self._direct = _takes_records_directly(producer.create_batch())
 
     async def start(self) -> None:
         """Wait for the topic's metadata, then start the sending task."""
@@ -205,14 +215,29 @@ class BatchSender:
         if batches is None:
             batches = self._open[partition] = [(self._producer.create_batch(), [])]
         builder, items = batches[-1]
-        if builder.append(key=key, value=value, timestamp=None, headers=headers) is None:
+        if not self._add(builder, key, value, headers):
             # Full (an empty builder always takes its first record): open the next one.
             builder = self._producer.create_batch()
-            builder.append(key=key, value=value, timestamp=None, headers=headers)
+            self._add(builder, key, value, headers)
             items = []
             batches.append((builder, items))
             self._queued += 1
         return items
+
+    def _add(self, builder: Any, key: bytes | None, value: bytes | None,
+             headers: list[tuple[str, bytes]]) -> bool:
+        """``builder.append``; False when the batch is full. Batches without serializers
+        (``_direct``) take the record straight into their record builder: the wrapper's
+        per-record work cost more than the append itself."""
+        if not self._direct:
+            return builder.append(key=key, value=value, timestamp=None,
+                                  headers=headers) is not None
+        at = builder._relative_offset
+        if builder._builder.append(at, None, key=key, value=value, headers=headers) is None:
+            builder.close()  # as the wrapper does with a full batch
+            return False
+        builder._relative_offset = at + 1
+        return True
 
     def _add_to_pack(self, partition: int, value: bytes, item: Any,
                      key: bytes | None) -> None:

@@ -137,20 +137,53 @@ class KafkaBolt(Bolt):
         record is handed to the producer's batches at once; the returned wait (for room
         among them, if they are full) holds no tuple. A tuple whose record cannot be made
         (a missing field, a value its format cannot encode) fails alone."""
-        sender, record = self._sender, self._record
+        sender = self._sender
+        add, record, fmt = sender.add_nowait, self._record, self.value_format
+        by_field = self._by_field
+        layout: Any = None
+        at_key = at_value = -1
         full = False
         for tup in batch:
             if tup.is_tick():
                 continue
             try:
-                key, value = record(tup)
+                if by_field:  # the common case, inlined: one field each, no JSON
+                    fields = tup.fields
+                    if fields is not layout:
+                        at_key, at_value = self._field_indexes(fields)
+                        layout = fields
+                    values = tup.values
+                    key = values[at_key] if at_key >= 0 else None
+                    value = values[at_value]
+                    if type(key) is not bytes and key is not None:
+                        key = encode_key(key)
+                    if type(value) is not bytes and value is not None:
+                        value = encode_value(value, fmt)
+                else:
+                    key, value = record(tup)
                 self._sent += 1
-                full = not sender.add_nowait(key, value, tup) or full
+                full = not add(key, value, tup) or full
             except KafkaError as exc:  # refused before sending (too large, no metadata)
                 self._failed(tup, exc)
             except BaseException as exc:
                 fail_on_error(self._collector, exc, (tup,))
         return sender.room() if full else None
+
+    @property
+    def _by_field(self) -> bool:
+        """Whether a record is the tuple's ``key_field`` and ``value_field`` as they are
+        (bytes) or encoded alone: what ``execute_batch`` inlines. Not for JSON values, nor
+        for a subclass that makes its records otherwise."""
+        cls = type(self)
+        return (self.value_field is not None and self.value_format != "json"
+                and cls._record is KafkaBolt._record and cls._value is KafkaBolt._value)
+
+    def _field_indexes(self, fields: Any) -> tuple[int, int]:
+        """Where ``key_field`` (-1: none) and ``value_field`` are among ``fields``; raises
+        the tuple's own error for a field it does not have."""
+        assert self.value_field is not None
+        at_key = -1 if self.key_field is None else fields.index(self.key_field)
+        return at_key, fields.index(self.value_field)
 
     def _batch_delivered(self, tuples: list[Any], future: Any) -> None:
         """Ack the batch's tuples if it was stored, else fail them. ``future`` comes

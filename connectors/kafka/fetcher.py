@@ -28,7 +28,8 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from itertools import repeat
+from itertools import groupby, repeat
+from operator import itemgetter
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
@@ -47,6 +48,8 @@ commit_log = logging.getLogger("connectors.kafka.commits")
 
 MsgId = tuple[str, int, int]
 
+_PARTITION_OF = itemgetter(0, 1)  # a message id's (topic, partition)
+_OFFSET_OF = itemgetter(2)
 _DRAIN_POLL_SECS = 0.01  # how often a revoke looks whether its emitted records completed
 
 
@@ -141,27 +144,21 @@ class Fetcher:
 
     def ack_many(self, msg_ids: Iterable[MsgId]) -> None:
         """The tuples of ``msg_ids`` completed; each is ignored if its partition was revoked
-        since or it was done already. Offsets are gathered per partition and marked done
-        there in one call each (acks come in runs from one partition)."""
+        since or it was done already. Acks come in runs from one partition: each run is
+        marked done there in one call, its offsets taken out at C speed."""
         parts = self.parts
-        key: tuple[str, int] | None = None
-        gathered: dict[Partition, list[int]] = {}
-        mine: list[int] | None = None
-        for topic, partition, offset in msg_ids:
-            if key is None or key[0] != topic or key[1] != partition:
-                key = (topic, partition)
-                part = parts.get(key)  # type: ignore[call-overload]
-                mine = (None if part is None or part.offsets is None
-                        else gathered.setdefault(part, []))
-            if mine is not None:
-                mine.append(offset)
-        for part, offsets in gathered.items():
-            pop = part.records.pop
-            done = [o for o in offsets if pop(o, None) is not None]
-            if done:
-                assert part.offsets is not None
-                part.offsets.done_all(done)
-                self._trim(part)
+        for key, run in groupby(msg_ids, _PARTITION_OF):
+            part = parts.get(key)
+            if part is None or part.offsets is None:
+                continue
+            offsets = list(map(_OFFSET_OF, run))
+            popped = list(map(part.records.pop, offsets, repeat(None, len(offsets))))
+            if None in popped:  # done already, or never tracked: not done again
+                offsets = [o for o, p in zip(offsets, popped, strict=True) if p is not None]
+                if not offsets:
+                    continue
+            part.offsets.done_all(offsets)
+            self._trim(part)
 
     def _done(self, part: Partition, offset: int) -> None:
         del part.records[offset]
@@ -249,12 +246,11 @@ class Fetcher:
         offsets.track_many(at)
         reasons: dict[int, str] = {}
         try:
-            decoded: list[list[Any] | None] = list(self._decode_many(records))
+            decoded: list[list[Any] | None] = self._decode_many(records)  # type: ignore[assignment]
         except DecodeError:
             decoded = [self._decode_one(r, reasons) for r in records]
-        topic, partition = tp.topic, tp.partition
-        pendings = [Pending((topic, partition, offset), values, record)
-                    for offset, values, record in zip(at, decoded, records, strict=True)]
+        msg_ids = zip(repeat(tp.topic), repeat(tp.partition), at)
+        pendings = list(map(Pending, msg_ids, decoded, records))
         part.records.update(zip(at, pendings, strict=True))
         if not reasons:  # every record decoded: the common case, at C speed
             self.buffer.extend(zip(repeat(part), pendings))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from typing import Any
 
 import pytest
@@ -125,6 +126,11 @@ def test_values_are_weighed_by_their_top_level_size() -> None:
     assert values_bytes(["the cow jumped over the moon", 7, 1.5]) < LARGE_TREE_BYTES
     assert values_bytes([b"x" * 10 * MiB]) >= 10 * MiB
     assert values_bytes(["x" * 2048, Heavy(3000)]) >= 5048
+
+
+def test_bytes_weigh_what_getsizeof_says() -> None:
+    values = [b"", b"k" * 7, b"v" * 5000, bytearray(b"x" * 100), "text", None, 3]
+    assert values_bytes(values) == sum(sys.getsizeof(v, 0) for v in values)
 
 
 @pytest.mark.parametrize("value", [0, -1, 1.5, "256MB", True])

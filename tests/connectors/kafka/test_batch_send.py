@@ -153,3 +153,32 @@ async def test_a_packing_sender_makes_one_record_per_partition_and_cycle(kafka_b
     # 100 values of 4 bytes a partition, cut past 200 bytes: 2 or 3 records each.
     assert 6 <= len(records) <= 9
     assert all(len(r.value.split(b"|")) <= 50 for r in records)
+
+
+async def test_records_go_straight_into_the_batch_unless_the_producer_serializes(
+        kafka_broker: Any) -> None:
+    """Without serializers a record is appended to the batch's record builder directly;
+    a producer with a value serializer keeps aiokafka's own append, which applies it."""
+    topic = unique("direct")
+    await kafka_broker.create_topic(topic, 1)
+    got: dict[str, list[Any]] = {}
+    for name, options in (("plain", {}), ("serialized", {"value_serializer": str.encode})):
+        producer = AIOKafkaProducer(bootstrap_servers=kafka_broker.bootstrap,
+                                    max_batch_size=1024, **options)
+        await producer.start()
+        try:
+            sender = BatchSender(producer, topic, lambda items, f: None)
+            assert sender._direct is (name == "plain")
+            await sender.start()
+            for i in range(40):  # several full batches
+                value = f"{name}-{i:03d}-" + "x" * 60
+                await sender.add(None, value if name == "serialized" else value.encode(), i)
+            await sender.close()
+            await producer.flush()
+        finally:
+            await producer.stop()
+    for rec in await read_all(kafka_broker.bootstrap, topic):
+        got.setdefault(rec.value.split(b"-")[0].decode(), []).append(rec.value)
+    for name in ("plain", "serialized"):
+        assert [v[len(name) + 1:len(name) + 4] for v in got[name]] == [
+            b"%03d" % i for i in range(40)]
