@@ -1,5 +1,5 @@
-"""The hot path's C compile: mypyc's runtime library compiles once, as one early file, and the
-other C files side by side, the largest first."""
+"""The hot path's C compile: mypyc's runtime library compiles once, as one early file; the
+group's other C files in one file per worker, of about equal size, side by side."""
 
 from __future__ import annotations
 
@@ -50,14 +50,49 @@ def test_runtime_library_compiles_once_as_one_file(tmp_path: Path) -> None:
     plan = ParallelCompile(fake.compile, ["init.c", "int_ops.c"], unit, tmp_path / "build",
                            ARGS)
     assert unit.read_text() == "#include <init.c>\n#include <int_ops.c>\n"
-    group = sources(tmp_path, {"init.c": 10, "small.c": 10, "int_ops.c": 10, "big.c": 99})
-    objects = plan.compiler(workers=1)(group, **ARGS)
+    group = sources(tmp_path, {"init.c": 10, "a.c": 10, "int_ops.c": 10, "b.c": 99})
+    objects = plan.compiler(workers=2)(group, **ARGS)
     plan.close()
     build = tmp_path / "build"
-    assert objects == [str(build / "small.o"), str(build / "big.o"), str(build / "runtime.o")]
-    # the unit first (at once), then the largest file first; mypyc's copies never
-    assert fake.compiled() == [str(unit), str(build / "big.c"), str(build / "small.c")]
+    assert sorted(objects) == [str(build / "a.o"), str(build / "b.o"),
+                               str(build / "runtime.o")]
+    assert sorted(fake.compiled()) == [str(build / "a.c"), str(build / "b.c"), str(unit)]
+    assert fake.compiled()[0] == str(unit)  # at once, not when the extension compiles
     assert all(kwargs == ARGS for _, kwargs in fake.calls)
+
+
+def test_group_files_are_packed_into_one_file_per_worker_of_about_equal_size(
+        tmp_path: Path) -> None:
+    fake = FakeCompiler()
+    build = tmp_path / "build"
+    plan = ParallelCompile(fake.compile, ["init.c"], build / "runtime.c", build, ARGS)
+    group = sources(tmp_path, {"init.c": 1, "big.c": 90, "m1.c": 40, "m2.c": 30,
+                               "engine/main.c": 20})
+    objects = plan.compiler(workers=2)(group, **ARGS)
+    plan.close()
+    # the largest first, each onto the smaller pack: big | m1 + m2 + main
+    assert sorted(objects) == [str(build / "big.o"), str(build / "mypyc_pack1.o"),
+                               str(build / "runtime.o")]
+    assert (build / "mypyc_pack1.c").read_text() == (
+        '#include "engine/main.c"\n#include "m1.c"\n#include "m2.c"\n')
+    assert sorted(fake.compiled()) == [str(build / "big.c"), str(build / "mypyc_pack1.c"),
+                                       str(build / "runtime.c")]
+
+
+def test_a_pack_that_does_not_compile_compiles_file_by_file(tmp_path: Path) -> None:
+    fake = FakeCompiler()
+    build = tmp_path / "build"
+
+    def clash(sources: list[str], **kwargs: Any) -> list[str]:
+        if Path(sources[0]).name.startswith("mypyc_pack"):
+            raise RuntimeError("redefinition of 'helper'")
+        return fake.compile(sources, **kwargs)
+
+    plan = ParallelCompile(clash, ["init.c"], build / "runtime.c", build, ARGS)
+    group = sources(tmp_path, {"init.c": 1, "a.c": 5, "b.c": 5, "c.c": 5})
+    objects = plan.compiler(workers=1)(group, **ARGS)
+    plan.close()
+    assert sorted(objects) == [str(build / f"{n}.o") for n in ("a", "b", "c", "runtime")]
 
 
 def test_extension_without_the_runtime_files_gets_no_runtime_object(tmp_path: Path) -> None:
@@ -78,8 +113,9 @@ def test_runtime_unit_compiles_again_when_the_extension_asks_other_options(
     other = {**ARGS, "extra_postargs": ["-O3"]}
     objects = plan.compiler(workers=2)(sources(tmp_path, {"init.c": 1, "a.c": 1}), **other)
     plan.close()
-    assert objects == [str(tmp_path / "build" / "a.o"), str(tmp_path / "build" / "runtime.o")]
-    assert (([str(unit)], other)) in fake.calls
+    assert sorted(objects) == [str(tmp_path / "build" / "a.o"),
+                               str(tmp_path / "build" / "runtime.o")]
+    assert ([str(unit)], other) in fake.calls
 
 
 def test_early_compile_failure_is_raised_by_compile(tmp_path: Path) -> None:
