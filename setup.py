@@ -87,7 +87,8 @@ class BuildHotPath(build_ext):
             return
         names = ", ".join(m.rsplit(".", 1)[1] for m in hotpath.MODULES)
         say(f"stormloop: compiling the hot path with mypyc ({names}); this takes about "
-            f"10-20 s. To skip it: STORMLOOP_PURE=1 pip install ...")
+            f"10 s on two cores, longer on a busy machine. To skip it: STORMLOOP_PURE=1 "
+            f"pip install ...")
         started = time.monotonic()
         self._hotpath = hotpath
         try:
