@@ -103,7 +103,8 @@ def pack(sources: list[str], count: int, directory: Path) -> dict[str, list[str]
             jobs[share[0]] = share
             continue
         packed = directory / f"mypyc_pack{i}.c"
-        lines = [f'#include "{os.path.relpath(s, packed.parent)}"\n' for s in sorted(share)]
+        lines = [f'#include "{Path(os.path.relpath(s, packed.parent)).as_posix()}"\n'
+                 for s in sorted(share)]
         packed.write_text("".join(lines), encoding="utf-8")
         jobs[str(packed)] = share
     return jobs

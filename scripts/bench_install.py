@@ -32,9 +32,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
-    """Run ``args``; on failure, raise with the tail of its output."""
-    done = subprocess.run(args, capture_output=True, text=True, env=clean_env(), **kwargs)
+def run(args: list[str], cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``args`` (in ``cwd``); on failure, raise with the tail of its output."""
+    done = subprocess.run(args, capture_output=True, text=True, env=clean_env(), cwd=cwd)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
         raise RuntimeError(f"{' '.join(args)} exited with {done.returncode}:\n{tail}")
