@@ -8,10 +8,13 @@ Compiled modules shadow their ``.py`` files, so after editing one of them, insta
 install with nothing changed reuses the compiled modules in the source tree.
 
 mypyc runs once, only when extensions are built (not while pip asks for metadata). Its
-output is one C file per module plus the runtime library's files, all compiled side by
-side at ``-O2`` without debug information: on two cores that halves the compile time of
-one large file at ``-O3``, and the word count runs as fast (measured with
-``scripts/bench.py``).
+runtime library compiles as one C file while mypyc analyses the engine; the C files it
+writes, one per module, compile packed into one file per core, side by side
+(``build_support/parallel_compile.py``), at ``-O2`` without debug information: on two
+cores that halves the compile time of one large file at ``-O3``, and the word count runs
+as fast (measured with ``scripts/bench.py``). ``-O1`` would take a third less compiler
+time but runs the word count 2 to 4 % slower (``scripts/bench_wordcount.py``).
+``scripts/bench_install.py`` times the whole install.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ if sys.version_info < (3, 11):  # noqa: UP036 - the point is to say so before an
     sys.exit(f"stormloop requires Python 3.11 or newer; this is Python "
              f"{sys.version_info[0]}.{sys.version_info[1]} ({sys.executable})")
 
+import gc
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,8 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "build_support"))
-from stormloop_build import (  # found through the path entry above
+from parallel_compile import ParallelCompile  # found through the path entry above
+from stormloop_build import (
     GROUP,
     compiler_problem,
     in_place_up_to_date,
@@ -83,7 +87,8 @@ class BuildHotPath(build_ext):
             return
         names = ", ".join(m.rsplit(".", 1)[1] for m in hotpath.MODULES)
         say(f"stormloop: compiling the hot path with mypyc ({names}); this takes about "
-            f"10-20 s. To skip it: STORMLOOP_PURE=1 pip install ...")
+            f"10 s on two cores, longer on a busy machine. To skip it: STORMLOOP_PURE=1 "
+            f"pip install ...")
         started = time.monotonic()
         self._hotpath = hotpath
         try:
@@ -99,62 +104,39 @@ class BuildHotPath(build_ext):
         return Path("engine") if self.inplace else Path(self.build_lib, "engine")
 
     def build_extensions(self) -> None:
-        # distutils compiles an extension's sources one after the other, and extensions
-        # one after the other: here the C files of one extension (the engine's modules and
-        # the runtime library's files) compile side by side, and so do the small
-        # per-module extensions. The runtime library's files do not depend on the engine's
-        # code, so they compile while mypyc analyses it (one core each).
         from mypyc.build import get_cflags, include_dir, mypycify
         from mypyc.common import RUNTIME_C_FILES
 
         compile_one = self.compiler.compile
-        workers = max(2, os.cpu_count() or 1)
-        early_pool = ThreadPoolExecutor(workers)
-        early_args = {"output_dir": self.build_temp, "macros": [],
-                      "include_dirs": [include_dir(), "build", GROUP_INCLUDE],
-                      "debug": self.debug,
-                      "extra_postargs": get_cflags(compiler_type=self.compiler.compiler_type,
-                                                   opt_level="2", debug_level="0",
-                                                   multi_file=True)}
-        early = {}
-        for name in RUNTIME_C_FILES:
-            source = Path("build", name)  # where mypyc copies it (it keeps an equal file)
-            source.parent.mkdir(parents=True, exist_ok=True)
-            source.write_bytes(Path(include_dir(), name).read_bytes())
-            early[str(source)] = early_pool.submit(compile_one, [str(source)], **early_args)
-
-        def compile_parallel(sources: list[str], **kwargs: Any) -> list[str]:
-            same = {k: kwargs.get(k) for k in early_args} == early_args
-            if not same:  # not expected; those objects are rebuilt, not written over
-                for future in early.values():
-                    future.exception()
-            ready = {s: early[s] for s in sources if same and s in early}
-            rest = [s for s in sources if s not in ready]
-            # The largest file first, so that it is not the one left running at the end.
-            rest.sort(key=lambda s: -os.path.getsize(s))
-            with ThreadPoolExecutor(workers) as pool:
-                done = dict(zip(rest, pool.map(lambda s: compile_one([s], **kwargs), rest),
-                                strict=True))
-            done.update({s: future.result() for s, future in ready.items()})
-            return [obj for source in sources for obj in done[source]]
-
+        cflags = get_cflags(compiler_type=self.compiler.compiler_type, opt_level="2",
+                            debug_level="0", multi_file=True)
+        plan = ParallelCompile(compile_one, RUNTIME_C_FILES, Path("build", "mypyc_runtime.c"),
+                               Path("build"), {"output_dir": self.build_temp, "macros": [],
+                                               "include_dirs": [include_dir(), "build",
+                                                                GROUP_INCLUDE],
+                                               "debug": self.debug, "extra_postargs": cflags})
         try:
             sources = [name.replace(".", "/") + ".py" for name in self._hotpath.MODULES]
-            # One C file per module and the runtime library's files apart, so that they
-            # compile in parallel. Modules outside the hot path are read for their types
-            # only: their own imports (aiohttp, orjson...) are not in the build environment.
+            # One C file per module, so that they compile in parallel. Modules outside the
+            # hot path are read for their types only: their own imports (aiohttp,
+            # orjson...) are not in the build environment.
             built = mypycify(["--follow-imports=silent", *sources], opt_level="2",
                              debug_level="0", group_name=GROUP, include_runtime_files=False,
                              multi_file=True)
+            # mypy's analysis (millions of objects) stays referenced until the process
+            # ends; frozen, the garbage collector no longer walks it, neither during the
+            # C compile nor at exit, where that took 1.5 s and more.
+            gc.freeze()
             for ext in built:
                 ext.include_dirs.append(GROUP_INCLUDE)
             self._take_sources(built)
-            self.compiler.compile = compile_parallel
-            self.parallel = workers
+            workers = max(2, os.cpu_count() or 1)
+            self.compiler.compile = plan.compiler(workers)
+            self.parallel = workers  # the small per-module extensions side by side too
             super().build_extensions()
         finally:
             self.compiler.compile = compile_one
-            early_pool.shutdown(wait=True, cancel_futures=True)
+            plan.close()
 
     def _take_sources(self, built: list[Extension]) -> None:
         """Give the planned extensions (which setuptools has prepared) what mypyc made."""

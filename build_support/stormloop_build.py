@@ -56,7 +56,8 @@ def in_place_targets(hotpath: Any) -> list[Path]:
 def in_place_up_to_date(hotpath: Any) -> bool:
     """Every compiled module is in the source tree and newer than every input of the build."""
     inputs = [Path(m.replace(".", "/") + ".py") for m in hotpath.MODULES]
-    inputs += [Path("setup.py"), Path("engine/hotpath.py"), Path(__file__)]
+    inputs += [Path("setup.py"), Path("engine/hotpath.py"),
+               *Path(__file__).parent.glob("*.py")]
     newest = max(p.stat().st_mtime for p in inputs if p.exists())
     targets = in_place_targets(hotpath)
     return all(t.exists() and t.stat().st_mtime >= newest for t in targets)

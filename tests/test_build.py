@@ -96,3 +96,17 @@ def test_build_without_a_compiler_falls_back_to_plain_python_with_a_warning(
         "<string>:1: PlainBuildWarning: stormloop runs its plain Python hot path: the install "
         "used the plain modules: no working C compiler ('/bin/false' exited with status 1 on a "
         "one-line C file). For the compiled ones"), said.stderr
+
+
+def test_an_edit_to_any_build_module_makes_the_in_place_build_stale(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "engine", tree / "engine", ignore=shutil.ignore_patterns("*.so"))
+    shutil.copytree(ROOT / "build_support", tree / "build_support")
+    shutil.copy(ROOT / "setup.py", tree / "setup.py")
+    touch = ("import os, time\nfor t in b.in_place_targets(b.load_hotpath()):\n"
+             "    t.write_bytes(b'')\n    os.utime(t, (time.time() + 60,) * 2)\n")
+    backend(touch, cwd=tree)
+    check = "print(b.in_place_up_to_date(b.load_hotpath()))"
+    assert backend(check, cwd=tree) == "True"
+    os.utime(tree / "build_support" / "parallel_compile.py", (4e9, 4e9))
+    assert backend(check, cwd=tree) == "False"
