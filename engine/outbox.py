@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import i64
 
@@ -47,11 +47,13 @@ from engine.tuples import Tuple
 
 __all__ = ["BACKPRESSURE_POLL_SECS", "HOLD_MAX", "HOLD_STUCK_MAX", "Outbox"]
 
-BACKPRESSURE_POLL_SECS = 0.01
+BACKPRESSURE_POLL_SECS: Final = 0.01
 # Tuples a batch for a full queue may hold before its producer waits for room; for a
 # stuck queue (a grouping that cannot route around it, say fields) a little more.
-HOLD_MAX = 256
-HOLD_STUCK_MAX = 1024
+HOLD_MAX: Final = 256
+HOLD_STUCK_MAX: Final = 1024
+# The outbox's remembered buffer when there is none: never appended to (no task matches).
+_NO_BUF: Final[list[Tuple]] = []
 
 
 class Outbox:
@@ -90,7 +92,7 @@ class Outbox:
         # the task of the one before. Any change to ``_bufs`` forgets it (``_swap``,
         # ``_hold``): a batch handed to a queue must never grow.
         self._last_task = -1
-        self._last_buf: list[Tuple] = []
+        self._last_buf = _NO_BUF
         self._acker_queues = acker_queues
         # Per acker: INIT/FAIL/RESET messages in order, and ACKs coalesced per root by XOR
         # (associative and commutative, so one message per root per batch says the same).
@@ -260,11 +262,13 @@ class Outbox:
         """Every buffered batch, taken out: pushes from now on start new batches."""
         bufs, self._bufs = self._bufs, {}
         self._last_task = -1
+        self._last_buf = _NO_BUF  # the batch is the queue's now: let it go with it
         return bufs
 
     def _hold(self, ex: int, buf: list[Tuple]) -> None:
         """Keep ``buf`` for a later flush, ahead of anything emitted to ``ex`` since."""
         self._last_task = -1
+        self._last_buf = _NO_BUF
         newer = self._bufs.get(ex)
         if newer:
             buf.extend(newer)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from sys import getsizeof
-from typing import Any, SupportsIndex
+from typing import Any, Final, SupportsIndex
 
 from mypy_extensions import i64
 
@@ -30,14 +30,14 @@ __all__ = ["LARGE_TREE_BYTES", "SpoutOutputCollector", "tree_bytes", "values_byt
 
 # Trees lighter than this are not weighed one by one: the dict entry would cost more than
 # it tells, and what they hold is bounded by the limit on trees in flight times this.
-LARGE_TREE_BYTES = 1024
+LARGE_TREE_BYTES: Final = 1024
 
 
 # What ``sys.getsizeof`` of a str of n characters can be at most: the largest header
 # (72 bytes), 4 bytes a character and a cached UTF-8 copy of 4 bytes a character, with
 # room to spare. A tree of strs whose bound is below ``LARGE_TREE_BYTES`` is not weighed.
-_STR_BOUND_BASE = 96
-_STR_BOUND_PER_CHAR = 8
+_STR_BOUND_BASE: Final = 96
+_STR_BOUND_PER_CHAR: Final = 8
 
 
 def tree_bytes(values: Sequence[Any]) -> int:

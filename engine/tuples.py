@@ -21,8 +21,8 @@ from mypy_extensions import i64
 
 __all__ = ["Fields", "IdSource", "Source", "Tuple"]
 
-SYSTEM_COMPONENT = "__system"
-TICK_STREAM = "__tick"
+SYSTEM_COMPONENT: Final = "__system"
+TICK_STREAM: Final = "__tick"
 
 
 ID_BATCH: Final = 1024
@@ -189,7 +189,11 @@ class Tuple:
 
     def __getitem__(self, key: int | str) -> Any:
         if type(key) is int:
-            return self.values[key]
+            values = self.values
+            if type(values) is list:  # compiled: a native list read, no generic lookup
+                row: list[Any] = values
+                return row[key]
+            return values[key]
         if isinstance(key, str):
             index = self._src.fields._index.get(key)
             if index is None:
