@@ -27,7 +27,11 @@ __all__ = ["ACK", "FAIL", "INIT", "RESET", "TIMEOUT", "AckLedger"]
 # acks as {root: XOR of ack vals}. Outcomes out of it: (ACK | FAIL, spout_task, root); the
 # acker executor sends expired trees on as (TIMEOUT, spout_task, root), so a timeout needs
 # no stored reason however many trees expire at once.
-INIT, ACK, FAIL, RESET, TIMEOUT = 0, 1, 2, 3, 4
+INIT: Final = 0
+ACK: Final = 1
+FAIL: Final = 2
+RESET: Final = 3
+TIMEOUT: Final = 4
 
 _VAL_SHIFT: Final = 13
 _FAILED: Final = 1 << 12

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from engine.collector import OutputCollector
 from engine.context import TopologyContext
@@ -27,9 +27,9 @@ from engine.watchdog import CallSite, current_call
 
 __all__ = ["BoltExecutor", "BoltTask", "batch_method"]
 
-YIELD_EVERY_BATCHES = 8
+YIELD_EVERY_BATCHES: Final = 8
 # An async bolt's batch running longer than this hands its acker messages on mid-batch.
-ACK_FLUSH_SECS = 0.005
+ACK_FLUSH_SECS: Final = 0.005
 
 
 @dataclass(eq=False)

@@ -183,6 +183,7 @@ class OutputCollector(BaseCollector):
         # Streams eligible for emit's inlined path: one subscriber, not direct, no debug log.
         self._fast = {} if debug else {stream: route for stream, route in routes.items()
                                        if route.single is not None}
+        self._fast_default = self._fast.get("default")  # emit's stream, unless named
         self.resets = 0  # reset_timeout calls: the stall monitor restarts a call's deadline
 
     def emit(self, values: Sequence[Any], anchors: Tuple | Iterable[Tuple] | None = None,
@@ -191,7 +192,7 @@ class OutputCollector(BaseCollector):
 
         Returns the task ids the tuple went to.
         """
-        route = self._fast.get(stream)
+        route = self._fast_default if stream == "default" else self._fast.get(stream)
         if route is not None and type(anchors) is Tuple and len(values) == route.width \
                 and (type(values) is list or type(values) is tuple):
             # The common case, inlined: one subscriber, one anchor.

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import i64
 
@@ -47,11 +47,13 @@ from engine.tuples import Tuple
 
 __all__ = ["BACKPRESSURE_POLL_SECS", "HOLD_MAX", "HOLD_STUCK_MAX", "Outbox"]
 
-BACKPRESSURE_POLL_SECS = 0.01
+BACKPRESSURE_POLL_SECS: Final = 0.01
 # Tuples a batch for a full queue may hold before its producer waits for room; for a
 # stuck queue (a grouping that cannot route around it, say fields) a little more.
-HOLD_MAX = 256
-HOLD_STUCK_MAX = 1024
+HOLD_MAX: Final = 256
+HOLD_STUCK_MAX: Final = 1024
+# The outbox's remembered buffer when there is none: never appended to (no task matches).
+_NO_BUF: Final[list[Tuple]] = []
 
 
 class Outbox:
@@ -69,7 +71,9 @@ class Outbox:
         "_blocked",
         "_bufs",
         "_busy",
+        "_last_buf",
         "_last_root",
+        "_last_task",
         "_last_val",
         "_queues",
         "_scheduled",
@@ -84,6 +88,11 @@ class Outbox:
         self._watch = watch
         self._task_executor = task_executor
         self._bufs: dict[int, list[Tuple]] = {}
+        # The buffer the latest push went to, and its task: a bolt's emits mostly go to
+        # the task of the one before. Any change to ``_bufs`` forgets it (``_swap``,
+        # ``_hold``): a batch handed to a queue must never grow.
+        self._last_task = -1
+        self._last_buf = _NO_BUF
         self._acker_queues = acker_queues
         # Per acker: INIT/FAIL/RESET messages in order, and ACKs coalesced per root by XOR
         # (associative and commutative, so one message per root per batch says the same).
@@ -110,12 +119,17 @@ class Outbox:
 
     def push(self, task: int, tup: Tuple) -> None:
         """Buffer ``tup`` for the executor of ``task``."""
+        if task == self._last_task:
+            self._last_buf.append(tup)
+            return
         ex = self._task_executor[task]
         buf = self._bufs.get(ex)
         if buf is None:
-            self._bufs[ex] = [tup]
+            buf = self._bufs[ex] = [tup]
         else:
             buf.append(tup)
+        self._last_task = task
+        self._last_buf = buf
 
     def send(self, root: Any, message: tuple[Any, ...]) -> None:
         """Buffer an INIT, FAIL or RESET ``message`` for ``root``'s acker."""
@@ -183,8 +197,7 @@ class Outbox:
             return  # the executor flushes at the end of its batch
         self.flush_acker_messages()
         if self._bufs:
-            bufs, self._bufs = self._bufs, {}
-            for ex, buf in bufs.items():
+            for ex, buf in self._swap().items():
                 self._transferred += len(buf)
                 self._queues[ex].put_nowait(buf)
 
@@ -210,9 +223,8 @@ class Outbox:
         """Send every buffered batch, waiting where a destination queue is full."""
         self.flush_acker_messages()
         if self._bufs:
-            bufs, self._bufs = self._bufs, {}
             queues = self._queues
-            for ex, buf in bufs.items():
+            for ex, buf in self._swap().items():
                 queue = queues[ex]
                 if queue.full() and self._holds(ex, len(buf)):
                     self._hold(ex, buf)
@@ -246,8 +258,17 @@ class Outbox:
             return True
         return n < HOLD_STUCK_MAX and self._watch is not None and self._watch.stuck(ex)
 
+    def _swap(self) -> dict[int, list[Tuple]]:
+        """Every buffered batch, taken out: pushes from now on start new batches."""
+        bufs, self._bufs = self._bufs, {}
+        self._last_task = -1
+        self._last_buf = _NO_BUF  # the batch is the queue's now: let it go with it
+        return bufs
+
     def _hold(self, ex: int, buf: list[Tuple]) -> None:
         """Keep ``buf`` for a later flush, ahead of anything emitted to ``ex`` since."""
+        self._last_task = -1
+        self._last_buf = _NO_BUF
         newer = self._bufs.get(ex)
         if newer:
             buf.extend(newer)
@@ -260,8 +281,7 @@ class Outbox:
         self.flush_acker_messages()
         if not self._bufs:
             return
-        bufs, self._bufs = self._bufs, {}
-        for ex, buf in bufs.items():
+        for ex, buf in self._swap().items():
             queue = self._queues[ex]
             held = False
             while not queue.fits(len(buf)):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from sys import getsizeof
-from typing import Any, SupportsIndex
+from typing import Any, Final, SupportsIndex
 
 from mypy_extensions import i64
 
@@ -26,12 +26,31 @@ from engine.routing import Route
 from engine.stats import TaskStats
 from engine.tuples import Source, Tuple
 
-__all__ = ["LARGE_TREE_BYTES", "SpoutOutputCollector", "values_bytes"]
+__all__ = ["LARGE_TREE_BYTES", "SpoutOutputCollector", "tree_bytes", "values_bytes"]
 
 # Trees lighter than this are not weighed one by one: the dict entry would cost more than
 # it tells, and what they hold is bounded by the limit on trees in flight times this.
-LARGE_TREE_BYTES = 1024
-_BYTES_OVERHEAD = getsizeof(b"", 0)
+LARGE_TREE_BYTES: Final = 1024
+_BYTES_OVERHEAD: Final = getsizeof(b"", 0)
+
+
+# What ``sys.getsizeof`` of a str of n characters can be at most: the largest header
+# (72 bytes), 4 bytes a character and a cached UTF-8 copy of 4 bytes a character, with
+# room to spare. A tree of strs whose bound is below ``LARGE_TREE_BYTES`` is not weighed.
+_STR_BOUND_BASE: Final = 96
+_STR_BOUND_PER_CHAR: Final = 8
+
+
+def tree_bytes(values: Sequence[Any]) -> int:
+    """``values_bytes(values)`` when it may reach ``LARGE_TREE_BYTES``, else 0 (values that
+    are all short strs are not weighed one by one)."""
+    bound = 0
+    for v in values:
+        if type(v) is not str:
+            return values_bytes(values)
+        text: str = v
+        bound += _STR_BOUND_BASE + _STR_BOUND_PER_CHAR * len(text)
+    return values_bytes(values) if bound >= LARGE_TREE_BYTES else 0
 
 
 def values_bytes(values: Sequence[Any]) -> int:
@@ -143,7 +162,7 @@ class SpoutOutputCollector(BaseCollector):
             edge = ids.take()
             val ^= edge
             outbox.push(t, Tuple(values, src, t, root, edge))
-        self._track(root, msg_id, values_bytes(values))
+        self._track(root, msg_id, tree_bytes(values))
         outbox.send(root, (INIT, root, val, self._task_id))
 
     def decided(self, root: int) -> None:

@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from engine.acker import ACK, TIMEOUT
 from engine.config import DEFAULTS, TOPOLOGY_SPOUT_MAX_PENDING_BYTES
@@ -42,9 +42,9 @@ log = logging.getLogger("engine")
 # A spout round ends after this many next_tuple calls or emitted tuples, whichever comes
 # first: batches of about a hundred keep a round's tuples in cache (measured: rounds of a
 # thousand sentences ran the word count at half the speed).
-SPOUT_ROUND = 100
-IDLE_MIN_SECS = 0.0005
-IDLE_MAX_SECS = 0.01
+SPOUT_ROUND: Final = 100
+IDLE_MIN_SECS: Final = 0.0005
+IDLE_MAX_SECS: Final = 0.01
 
 
 @dataclass(eq=False)
@@ -296,7 +296,7 @@ class SpoutExecutor:
         for kind, task_id, root in outcomes:
             task = by_id[task_id]
             reason = None if kind == ACK else self._reason(kind, root)
-            msg_id = task.pending.pop(root, None)
+            msg_id = _take(task.pending, root)
             if msg_id is None:
                 continue  # decided already, or emitted before a restart of this task
             if task.collector.large:
@@ -335,8 +335,12 @@ class SpoutExecutor:
     def _timed(self, task: SpoutTask, root: int, acked: bool) -> None:
         """A sampled tree is decided: its complete latency, if acked, feeds the figures
         and flow control."""
-        t0 = task.collector.started.pop(root, None)
-        if t0 is not None and acked:
+        started = task.collector.started
+        t0 = started.get(root)
+        if t0 is None:
+            return
+        del started[root]
+        if acked:
             now = self._clock()
             self._latency.add(now - t0)
             flow = task.flow
@@ -394,6 +398,16 @@ async def _guarded(task: SpoutTask, call: Awaitable[None]) -> None:
         await call
     except BaseException as exc:
         report_on_error(task.collector, exc)
+
+
+def _take(pending: dict[int, Any], root: Any) -> Any:
+    """The ``msg_id`` pending under ``root``, taken out (None if there is none).
+
+    A get and a del: compiled, ``dict.pop`` with a default is a generic method call."""
+    msg_id = pending.get(root)
+    if msg_id is not None:
+        del pending[root]
+    return msg_id
 
 
 def _batch(batched: dict[int, list[Any]] | None, task_id: int,

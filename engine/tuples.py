@@ -21,31 +21,44 @@ from mypy_extensions import i64
 
 __all__ = ["Fields", "IdSource", "Source", "Tuple"]
 
-SYSTEM_COMPONENT = "__system"
-TICK_STREAM = "__tick"
+SYSTEM_COMPONENT: Final = "__system"
+TICK_STREAM: Final = "__tick"
 
 
 ID_BATCH: Final = 1024
-# Compiled (a mypyc extension), this module puts ids together from bytes in a few machine
-# instructions; interpreted, the ints of an ``array`` are cheaper than that Python code.
+# Compiled (a mypyc extension), this module mixes ids from a counter with native 64-bit
+# arithmetic that wraps around (CPython's own build flags, -fwrapv, which extensions
+# inherit); interpreted, the ints of an ``array`` of random bytes are cheaper than that.
 _COMPILED: Final = not __file__.endswith(".py")
+
+# SplitMix64's constants as signed 64-bit ints: the counter's step (the golden ratio) and
+# the two multipliers of its finalizer. Compiled code keeps ints this wide boxed, so each
+# source copies them into native fields once.
+_GOLDEN: Final = -7046029254386353131
+_MIX1: Final = -4658895280553007687
+_MIX2: Final = -7723592293110705685
 
 
 class IdSource:
     """Random, non-zero, signed 64-bit ids (a zero would vanish from an XOR ledger).
 
-    Random bytes come ``ID_BATCH`` ids at a time (one ``getrandbits`` call per id cost
-    more than the XORs the id feeds) from a generator of its own, seeded by the OS: a
-    user's ``random.seed`` cannot make two sources repeat each other's ids.
+    Compiled, each id is SplitMix64's output for the next value of a counter that starts
+    at 64 random bits from the OS: a bijective, non-linear mix (no subset of a few ids
+    XORs to zero by construction, as a linear generator's would), a few machine
+    instructions and no allocation per id. Interpreted, random bytes come ``ID_BATCH`` ids
+    at a time. Either way the source is seeded by the OS, never by ``random``'s shared
+    generator: a user's ``random.seed`` cannot make two sources repeat each other's ids.
     """
 
-    __slots__ = ("_at", "_bytes", "_ints", "_random")
+    __slots__ = ("_golden", "_ints", "_mix1", "_mix2", "_random", "_state")
 
     def __init__(self) -> None:
         self._random = Random()
-        self._bytes = b""
-        self._at: i64 = 0
         self._ints: list[int] = []
+        self._state: i64 = self._random.getrandbits(64) - (1 << 63)
+        self._golden: i64 = _GOLDEN
+        self._mix1: i64 = _MIX1
+        self._mix2: i64 = _MIX2
 
     def take(self) -> i64:
         """The next id."""
@@ -55,17 +68,15 @@ class IdSource:
                 ints = self._ints = array("q", self._random.randbytes(8 * ID_BATCH)).tolist()
             got: i64 = ints.pop()
             return got or 1
-        b, at = self._bytes, self._at
-        if at == len(b):
-            b = self._bytes = self._random.randbytes(8 * ID_BATCH)
-            at = 0
-        self._at = at + 8
-        top: i64 = b[at + 7]
-        if top > 127:
-            top -= 256
-        new: i64 = (top << 56 | b[at + 6] << 48 | b[at + 5] << 40 | b[at + 4] << 32
-                    | b[at + 3] << 24 | b[at + 2] << 16 | b[at + 1] << 8 | b[at])
-        return new or 1
+        z: i64 = self._state + self._golden
+        self._state = z
+        # ``>>`` is arithmetic on i64: the mask makes each a logical shift.
+        z = (z ^ ((z >> 30) & 0x3FFFFFFFF)) * self._mix1
+        z = (z ^ ((z >> 27) & 0x1FFFFFFFFF)) * self._mix2
+        z ^= (z >> 31) & 0x1FFFFFFFF
+        if z == 0:
+            return 1
+        return z
 
 
 class Fields(Sequence[str]):
@@ -178,7 +189,11 @@ class Tuple:
 
     def __getitem__(self, key: int | str) -> Any:
         if type(key) is int:
-            return self.values[key]
+            values = self.values
+            if type(values) is list:  # compiled: a native list read, no generic lookup
+                row: list[Any] = values
+                return row[key]
+            return values[key]
         if isinstance(key, str):
             index = self._src.fields._index.get(key)
             if index is None:

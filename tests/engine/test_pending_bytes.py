@@ -15,7 +15,7 @@ from engine import Bolt, Config, LocalCluster, Spout, TopologyBuilder
 from engine.config import DEFAULTS, TOPOLOGY_SPOUT_MAX_PENDING_BYTES
 from engine.errors import ConfigError
 from engine.flow_control import INITIAL_LIMIT
-from engine.spout_collector import LARGE_TREE_BYTES, values_bytes
+from engine.spout_collector import LARGE_TREE_BYTES, tree_bytes, values_bytes
 from engine.testing import VirtualTimePolicy
 
 MiB = 2**20
@@ -142,3 +142,14 @@ async def test_a_bad_budget_is_one_line_naming_the_key(value: Any) -> None:
             await cluster.submit_topology("t", Config({KEY: value}), b.create_topology())
     line = str(err.value)
     assert "\n" not in line and KEY in line and "an int of bytes >= 1 or None" in line
+
+
+def test_a_tree_is_weighed_exactly_whenever_it_may_be_large() -> None:
+    wide = "\U0001f600" * 300  # four bytes a character, and a cached UTF-8 copy
+    wide.encode("utf-8")
+    assert values_bytes([wide]) >= LARGE_TREE_BYTES
+    for values in ([wide], ["x" * 2000], ["a", "x" * 1100], [b"x" * 2000], [list(range(200))]):
+        assert tree_bytes(values) == values_bytes(values) >= LARGE_TREE_BYTES, values
+    for values in (["the cow jumped over the moon"], ["x" * 100, "y"], [], [7, "w"]):
+        assert values_bytes(values) < LARGE_TREE_BYTES
+        assert tree_bytes(values) in (0, values_bytes(values))
