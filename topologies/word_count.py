@@ -64,12 +64,13 @@ class WordCount(Bolt):
 
     def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
         self.collector = collector
-        self.counts: Counter[str] = Counter()
+        self.counts: dict[str, int] = {}  # a plain dict counts faster than a Counter
         self.open_tasks.append(context.task_id)
         self.task_id = context.task_id
 
     def execute(self, tup: Any) -> None:
-        self.counts[tup[0]] += 1
+        word = tup[0]
+        self.counts[word] = self.counts.get(word, 0) + 1
         self.collector.ack(tup)
 
     def cleanup(self) -> None:
