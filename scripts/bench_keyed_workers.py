@@ -24,7 +24,9 @@ The rate is words counted per second in steady state: from the producer timestam
 processes' CPU time (the supervisor and its workers, sampled every 0.1 s) over the same
 span, per word counted there (the system's processes), so start-up and group joins are
 left out of both. Every run
-checks that the last count of every word is the truth. With ``--runs N`` the table gives
+checks that the last count of every word is the truth; a peer whose counts stop short
+(none for 30 s) is reported with how many never came, and its rate is taken from those
+that did. With ``--runs N`` the table gives
 medians and the spread.
 """
 
@@ -65,6 +67,7 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 TOPOLOGY = _ROOT / "topologies" / "stateful_word_count.py"
 GOAL = 1.1  # --workers 2 words/s over --workers 1
 CPU_GOAL = 1.25  # CPU per word through the hop over in process
+IDLE_SECS = 30  # a run that writes no count for this long is over
 
 
 @dataclass
@@ -111,7 +114,8 @@ def _cpu(pids: list[int], gone: dict[int, float]) -> float:
 
 async def _count_records(bootstrap: str, topic: str, partitions: int, total: int,
                          until: float) -> list[Any]:
-    """The counts topic's records from offset 0, until ``total`` arrived or ``until``."""
+    """The counts topic's records from offset 0, until ``total`` arrived, ``until``, or
+    none came for ``IDLE_SECS``."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()
     try:
@@ -120,9 +124,11 @@ async def _count_records(bootstrap: str, topic: str, partitions: int, total: int
         for tp in tps:
             consumer.seek(tp, 0)
         records: list[Any] = []
-        while len(records) < total and time.time() < until:
+        last = time.time()
+        while len(records) < total and time.time() < until and time.time() - last < IDLE_SECS:
             for batch in (await consumer.getmany(timeout_ms=200, max_records=20000)).values():
                 records.extend(batch)
+                last = time.time()
         return records
     finally:
         await consumer.stop()
@@ -182,9 +188,13 @@ async def one_run(bootstrap: str, system: str, workers: int, sentences: list[str
             proc.terminate()
         for proc in procs:
             proc.wait(60)
-    if len(records) < total:
-        raise SystemExit(f"{system} x{workers}: {len(records)} of {total} counts in 600 s")
-    check_counts(records, truth)
+    if len(records) < total and system == "engine":
+        raise SystemExit(f"{system} x{workers}: {len(records)} of {total} counts")
+    if len(records) < total:  # a peer's loss is reported, its rate taken from what came
+        print(f"  {system} x{workers}: {total - len(records)} of {total} counts never came "
+              f"(none for {IDLE_SECS} s)", flush=True)
+    else:
+        check_counts(records, truth)
     stamps = sorted(r.timestamp / 1000 for r in records)
     mark = len(stamps) // 20
     start, end = stamps[mark], stamps[-1]
