@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Mapping, Sequence
-from operator import itemgetter
 from typing import Any
 
 from connectors.kafka import client_options
@@ -48,7 +47,6 @@ from connectors.kafka.repartition_codec import (
     DECODE_ERRORS,
     decode_rows,
     encode_row,
-    fields_key,
     is_packed,
     key_bytes,
     pack_rows,
@@ -85,7 +83,7 @@ def hop(spout: ConsumerSpout, receiver: str, key_fields: Sequence[str],
     return writer, RepartitionSpout(topic, spout, fields)
 
 
-_KEY_MEMO = 1 << 16  # grouping values whose key bytes a writer remembers
+_KEY_MEMO = 1 << 16  # grouping values whose partition and key bytes a writer remembers
 
 ID_SPAN = 1 << 20
 """Message ids per packed record (a record holds at most ``PACK_BYTES`` of rows, fewer
@@ -107,8 +105,6 @@ class RepartitionWriter(KafkaBolt):
         self._fields = tuple(fields)
         self._at = tuple(self._fields.index(f) for f in key_fields)
         self._one = self._at[0] if len(self._at) == 1 else None
-        self._key_of = itemgetter(*self._at)  # several fields: their values, as a tuple
-        self._keys: dict[str, bytes] = {}  # str grouping value -> its key bytes
         # str grouping value -> its partition and key bytes
         self._partition_of: dict[str, tuple[int, bytes]] = {}
         self._counted = 0  # the partition count _partition_of was made for
@@ -167,24 +163,10 @@ class RepartitionWriter(KafkaBolt):
         return found
 
     def _record(self, tup: Any) -> tuple[bytes | None, bytes | None]:
+        """A tuple ``execute_batch`` does not pack itself: its key bytes and row."""
         values = tup.values
-        row = encode_row(values, self._fields)
-        if self._one is not None:
-            value = values[self._one]
-            if type(value) is str:  # the common key: its bytes remembered, as the writer's
-                key = self._keys.get(value)  # partitioner remembers its partition
-                if key is None:
-                    key = self._remember(value)
-                return key, row
-            return key_bytes(values, self._at), row
-        return fields_key(self._key_of(values)), row
-
-    def _remember(self, value: str) -> bytes:
-        keys = self._keys
-        if len(keys) >= _KEY_MEMO:
-            keys.clear()
-        key = keys[value] = value.encode("utf-8")
-        return key
+        row = encode_row(values, self._fields)  # a value it cannot carry fails the tuple
+        return key_bytes(values, self._at), row
 
 
 READER_BUFFER_RECORDS = 256
