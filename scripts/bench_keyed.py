@@ -56,6 +56,7 @@ from benchlib import (  # noqa: E402
     create_kept_topics,
     fill_sentences,
     make_sentences,
+    read_counts,
     run_loop,
 )
 
@@ -107,23 +108,6 @@ async def _end(bootstrap: str, topic: str, partitions: int) -> int:
         await consumer.stop()
 
 
-async def _counts(bootstrap: str, topic: str, partitions: int, total: int) -> list[Any]:
-    """Every record of the counts topic (``total`` of them), read from offset 0."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        tps = [TopicPartition(topic, p) for p in range(partitions)]
-        consumer.assign(tps)
-        for tp in tps:
-            consumer.seek(tp, 0)
-        records: list[Any] = []
-        deadline = time.monotonic() + 60
-        while len(records) < total and time.monotonic() < deadline:
-            for batch in (await consumer.getmany(timeout_ms=500, max_records=10000)).values():
-                records.extend(batch)
-        return records
-    finally:
-        await consumer.stop()
 
 
 def _rate(records: list[Any]) -> float:
@@ -168,7 +152,7 @@ async def one_run(bootstrap: str, workers: int, sentences: list[str], partitions
             await asyncio.sleep(0.5)
         await cluster.kill_topology("keyed", wait_secs=5)
     cpu = time.process_time() - cpu
-    records = await _counts(bootstrap, counts, partitions, total)
+    records = await read_counts(bootstrap, counts, partitions, total)
     check_counts(records, truth)
     return _rate(records), total / cpu
 
@@ -206,7 +190,7 @@ async def stateful_run(bootstrap: str, workers: int, sentences: list[str], parti
     try:
         while await _committed(bootstrap, group, source, partitions) < len(sentences):
             await asyncio.sleep(0.5)
-        records = await _counts(bootstrap, counts, partitions, total)
+        records = await read_counts(bootstrap, counts, partitions, total)
     finally:
         proc.terminate()
         proc.wait(60)

@@ -51,13 +51,13 @@ if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
 # The imports below need the path set above.
-from aiokafka import AIOKafkaConsumer, TopicPartition  # noqa: E402
 from bench_kafka import PEER_SCRIPT, peer_python  # noqa: E402
 from benchlib import (  # noqa: E402
     check_counts,
     create_kept_topics,
     fill_sentences,
     make_sentences,
+    read_counts,
     run_loop,
 )
 
@@ -112,26 +112,6 @@ def _cpu(pids: list[int], gone: dict[int, float]) -> float:
 
 
 
-async def _count_records(bootstrap: str, topic: str, partitions: int, total: int,
-                         until: float) -> list[Any]:
-    """The counts topic's records from offset 0, until ``total`` arrived, ``until``, or
-    none came for ``IDLE_SECS``."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        tps = [TopicPartition(topic, p) for p in range(partitions)]
-        consumer.assign(tps)
-        for tp in tps:
-            consumer.seek(tp, 0)
-        records: list[Any] = []
-        last = time.time()
-        while len(records) < total and time.time() < until and time.time() - last < IDLE_SECS:
-            for batch in (await consumer.getmany(timeout_ms=200, max_records=20000)).values():
-                records.extend(batch)
-                last = time.time()
-        return records
-    finally:
-        await consumer.stop()
 
 
 
@@ -179,8 +159,8 @@ async def one_run(bootstrap: str, system: str, workers: int, sentences: list[str
 
     sampler = asyncio.create_task(sample())
     try:
-        records = await _count_records(bootstrap, counts, partitions, total,
-                                       time.time() + 600)
+        records = await read_counts(bootstrap, counts, partitions, total, secs=600,
+                                    idle_secs=IDLE_SECS)
     finally:
         stop.set()
         await sampler

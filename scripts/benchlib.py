@@ -338,6 +338,32 @@ async def fill_sentences(bootstrap: str, topic: str, sentences: list[str]) -> No
         await producer.stop()
 
 
+async def read_counts(bootstrap: str, topic: str, partitions: int, total: int,
+                      secs: float = 60.0, idle_secs: float | None = None) -> list[Any]:
+    """The records of ``topic`` from offset 0, until ``total`` arrived, ``secs`` passed, or
+    (with ``idle_secs``) none came for that long."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(tps)
+        for tp in tps:
+            consumer.seek(tp, 0)
+        records: list[Any] = []
+        until = last = time.monotonic()
+        until += secs
+        idle = secs if idle_secs is None else idle_secs
+        while len(records) < total and (now := time.monotonic()) < until and now - last < idle:
+            for batch in (await consumer.getmany(timeout_ms=200, max_records=20000)).values():
+                records.extend(batch)
+                last = time.monotonic()
+        return records
+    finally:
+        await consumer.stop()
+
+
 def check_counts(records: list[Any], truth: Counter[str]) -> None:
     """Exit naming the words whose last count in ``records`` (key the word, value the count
     so far) is not their count in ``truth``."""
