@@ -1,13 +1,13 @@
 """The spout's collector: ``emit`` with a ``msg_id`` starts a tracked tree.
 
-A tracked emit takes a fresh root id, one edge id per target task, records the ``msg_id``
-in the spout task's pending map under the root and sends the acker one ``INIT`` with the
-XOR of the edges; every ``sample_every``-th tree also records its start time, for the
-complete latency. A tree whose values weigh ``LARGE_TREE_BYTES`` or more (``sys.getsizeof``
-of each top-level value, summed) is also recorded in ``large`` and ``large_bytes``, which
-the executor holds against ``topology.spout.max.pending.bytes``. Untracked emits (no
-``msg_id``, or no ackers) go out bare, and a ``msg_id`` given without ackers is acked at
-once by the executor (``immediate_acks``).
+A tracked emit takes the next root id (consecutive per task), one random edge id per target
+task, records the ``msg_id`` in the spout task's pending map under the root and sends the
+acker one ``INIT`` with the XOR of the edges; every ``sample_every``-th tree also records
+its start time, for the complete latency. A tree whose values weigh ``LARGE_TREE_BYTES`` or
+more (``sys.getsizeof`` of each top-level value, summed) is also recorded in ``large`` and
+``large_bytes``, which the executor holds against ``topology.spout.max.pending.bytes``.
+Untracked emits (no ``msg_id``, or no ackers) go out bare, and a ``msg_id`` given without
+ackers is acked at once by the executor (``immediate_acks``).
 Delivery and its limits are the shared ``engine.collector.BaseCollector``'s.
 """
 
@@ -115,7 +115,7 @@ class SpoutOutputCollector(BaseCollector):
         self.emit_count += n
         self._stats.emitted += 1
         outbox, ids = self._outbox, self._ids
-        root: Any = int(ids.take())
+        root: Any = int(ids.root())
         val: i64 = 0
         size = 0
         for values, (route, targets) in zip(rows, routed, strict=True):
@@ -156,7 +156,7 @@ class SpoutOutputCollector(BaseCollector):
                 self.immediate_acks.append(msg_id)
             return
         ids = self._ids
-        root: Any = int(ids.take())  # boxed once: the pending key, the INIT, every tuple
+        root: Any = int(ids.root())  # boxed once: the pending key, the INIT, every tuple
         val: i64 = 0
         for t in targets:
             edge = ids.take()

@@ -1,4 +1,5 @@
-"""Tuple ids: random, non-zero, signed 64-bit; a tuple's tree pairs as ``roots``."""
+"""Tuple ids: edges random, roots consecutive, all non-zero and signed 64-bit; a tuple's
+tree pairs as ``roots``."""
 
 from __future__ import annotations
 
@@ -48,6 +49,16 @@ def test_compiled_ids_are_splitmix64_of_a_random_counter() -> None:
     start = source._state & ((1 << 64) - 1)  # type: ignore[attr-defined]
     assert [source.take() for _ in range(10_000)] == _splitmix64(start, 10_000)
     assert IdSource()._state != IdSource()._state  # type: ignore[attr-defined]
+
+
+def test_roots_count_up_from_a_random_start_and_skip_zero() -> None:
+    source = IdSource()
+    first = source.root()
+    assert [source.root() for _ in range(5)] == [first + i for i in range(1, 6)]
+    assert -(1 << 61) <= first < (1 << 61)
+    assert IdSource().root() != IdSource().root()
+    source._root = -2  # type: ignore[attr-defined]
+    assert [source.root(), source.root(), source.root()] == [-1, 1, 2]
 
 
 def test_an_untracked_tuple_has_no_roots() -> None:
