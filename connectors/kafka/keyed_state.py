@@ -41,7 +41,7 @@ from connectors.kafka.changelog import (
     follow_partition,
     read_partition,
 )
-from connectors.kafka.keys import KeyPartitions, record_key
+from connectors.kafka.keys import KeyPartitions, StrKeys, record_key
 from connectors.kafka.topics import topic_exists
 from engine.config import TOPOLOGY_STATE_ALLOW_EMPTY
 from engine.state.changelog import (
@@ -58,7 +58,6 @@ from engine.state.standby import StandbyCopy
 
 __all__ = ["ChangelogInput"]
 
-_PARTITION_MEMO = 1 << 16  # grouping values whose partition a bolt remembers
 
 log = logging.getLogger("connectors.kafka.keyed_state")
 
@@ -79,7 +78,7 @@ class ChangelogInput:
         self._at = tuple(list(fields).index(f) for f in key_fields)
         self._partition = KeyPartitions()  # the writer's partitioner, memo included
         self._one = self._at[0] if len(self._at) == 1 else None
-        self._str_partitions: dict[str, int] = {}  # one str grouping field -> its partition
+        self._keys = StrKeys()  # one str grouping field -> its partition
         self.partitions: list[int] = []
         self._callback: Callable[[list[int]], Awaitable[None]] | None = None
         self._on_assigned: Callable[[list[int]], Awaitable[None]] | None = None
@@ -93,20 +92,15 @@ class ChangelogInput:
         if self._one is not None:
             value = values[self._one]
             if type(value) is str:  # the common key: its partition remembered
-                found = self._str_partitions.get(value)
-                if found is not None:
-                    return found
-                return self._remember(value)
-        partitions = self.partitions
-        return self._partition(record_key(values, self._at), partitions, partitions)
+                found = self._keys.known.get(value)
+                if found is None:
+                    found = self._keys.learn(value, self._partition_of_key)
+                return found[0]
+        return self._partition_of_key(record_key(values, self._at))
 
-    def _remember(self, value: str) -> int:
-        memo = self._str_partitions
-        if len(memo) >= _PARTITION_MEMO:
-            memo.clear()
+    def _partition_of_key(self, key: bytes) -> int:
         partitions = self.partitions
-        found = memo[value] = self._partition(value.encode("utf-8"), partitions, partitions)
-        return found
+        return self._partition(key, partitions, partitions)
 
     async def start(self, on_revoked: Callable[[list[int]], Awaitable[None]],
                     on_assigned: Callable[[list[int]], Awaitable[None]] | None = None,
@@ -123,7 +117,7 @@ class ChangelogInput:
             await self._refuse_missing()
         count = await ensure_changelog(self.bootstrap, self.options, self.sources, self.topic)
         self.partitions = list(range(count))
-        self._str_partitions.clear()
+        self._keys.recount(count)
         self._writer = ChangelogWriter(self.topic, self.bootstrap, self.options)
         await self._writer.start()
         self._callback = on_revoked

@@ -4,13 +4,13 @@ finds a tuple's input partition with the same two."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from connectors.kafka.repartition_codec import key_bytes
 from engine.murmur2 import default_partition
 
-__all__ = ["KeyPartitions", "record_key"]
+__all__ = ["KeyPartitions", "StrKeys", "record_key"]
 
 
 class KeyPartitions:
@@ -35,6 +35,36 @@ class KeyPartitions:
                 self._memo.clear()
             partition = self._memo[key] = default_partition(key, all_partitions, available)
         return partition
+
+
+class StrKeys:
+    """The partition and key bytes of the common grouping value, one str, remembered for up
+    to ``size`` values while the topic's partition count stays (``recount``): the writer and
+    the bolt behind the hop look each word up once instead of encoding and hashing it."""
+
+    __slots__ = ("_count", "_size", "known")
+
+    def __init__(self, size: int = 1 << 16) -> None:
+        self.known: dict[str, tuple[int, bytes]] = {}
+        """``value -> (partition, key bytes)``; read it directly in a loop."""
+        self._count = -1
+        self._size = size
+
+    def recount(self, count: int) -> None:
+        """The topic has ``count`` partitions: forget every partition if that changed."""
+        if count != self._count:
+            self.known.clear()
+            self._count = count
+
+    def learn(self, value: str, partition_of: Callable[[bytes], int]) -> tuple[int, bytes]:
+        """``value``'s partition (``partition_of`` its UTF-8 key bytes) and key bytes,
+        remembered from now on."""
+        known = self.known
+        if len(known) >= self._size:
+            known.clear()
+        key = value.encode("utf-8")
+        found = known[value] = (partition_of(key), key)
+        return found
 
 
 def record_key(values: Sequence[Any], at: Sequence[int]) -> bytes:

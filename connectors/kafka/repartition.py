@@ -42,7 +42,7 @@ from connectors.kafka.bolt import KafkaBolt
 from connectors.kafka.codec import DecodeError
 from connectors.kafka.consumer_spout import EMIT_ROWS, ConsumerSpout
 from connectors.kafka.keyed_state import ChangelogInput
-from connectors.kafka.keys import KeyPartitions, record_key
+from connectors.kafka.keys import KeyPartitions, StrKeys, record_key
 from connectors.kafka.repartition_codec import (
     DECODE_ERRORS,
     decode_rows,
@@ -83,8 +83,6 @@ def hop(spout: ConsumerSpout, receiver: str, key_fields: Sequence[str],
     return writer, RepartitionSpout(topic, spout, fields)
 
 
-_KEY_MEMO = 1 << 16  # grouping values whose partition and key bytes a writer remembers
-
 ID_SPAN = 1 << 20
 """Message ids per packed record (a record holds at most ``PACK_BYTES`` of rows, fewer
 than this many rows)."""
@@ -105,9 +103,7 @@ class RepartitionWriter(KafkaBolt):
         self._fields = tuple(fields)
         self._at = tuple(self._fields.index(f) for f in key_fields)
         self._one = self._at[0] if len(self._at) == 1 else None
-        # str grouping value -> its partition and key bytes
-        self._partition_of: dict[str, tuple[int, bytes]] = {}
-        self._counted = 0  # the partition count _partition_of was made for
+        self._keys = StrKeys()
 
     def _packing(self) -> dict[str, Any]:
         return {"pack": pack_rows}
@@ -127,10 +123,9 @@ class RepartitionWriter(KafkaBolt):
         one, sender = self._one, self._sender
         if one is None:
             return super().execute_batch(batch)
-        if len(sender.partitions) != self._counted:
-            self._partition_of.clear()
-            self._counted = len(sender.partitions)
-        partition_of, fields, add = self._partition_of, self._fields, sender.add_row
+        keys = self._keys
+        keys.recount(len(sender.partitions))
+        partition_of, fields, add = keys.known, self._fields, sender.add_row
         others = []
         for tup in batch:
             values = tup.values
@@ -145,7 +140,7 @@ class RepartitionWriter(KafkaBolt):
                 continue
             try:
                 row = encode_row(values, fields)
-                partition, key = known or self._learn(value)
+                partition, key = known or keys.learn(value, sender.partition_of)
                 add(partition, key, row, tup)
             except BaseException:
                 others.append(tup)  # failed there, with the reason
@@ -153,14 +148,6 @@ class RepartitionWriter(KafkaBolt):
             self._sent += 1
         waits = super().execute_batch(others) if others else None
         return sender.room() if not sender.wake() or waits is not None else None
-
-    def _learn(self, value: str) -> tuple[int, bytes]:
-        memo = self._partition_of
-        if len(memo) >= _KEY_MEMO:
-            memo.clear()
-        key = value.encode("utf-8")
-        found = memo[value] = (self._sender.partition_of(key), key)
-        return found
 
     def _record(self, tup: Any) -> tuple[bytes | None, bytes | None]:
         """A tuple ``execute_batch`` does not pack itself: its key bytes and row."""

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from connectors.kafka import KafkaSpout
 from connectors.kafka.codec import DecodeError, encode_key
+from connectors.kafka.keys import StrKeys
 from connectors.kafka.repartition import (
     ID_SPAN,
     READER_BUFFER_RECORDS,
@@ -93,6 +94,35 @@ def test_key_partitions_are_kafkas_default_ones() -> None:
         for i in range(50):
             key = f"k{i}".encode()
             assert partitioner(key, parts, parts) == default_partition(key, parts, parts)
+
+
+def test_str_keys_remember_partition_and_key_bytes_while_the_partition_count_stays() -> None:
+    asked: list[bytes] = []
+
+    def partition_of(key: bytes) -> int:
+        asked.append(key)
+        return len(key)
+
+    keys = StrKeys(size=2)
+    keys.recount(4)
+    assert keys.learn("héllo", partition_of) == (6, "héllo".encode())
+    assert keys.known == {"héllo": (6, "héllo".encode())}
+    keys.recount(4)
+    assert "héllo" in keys.known  # same count: remembered
+    keys.learn("a", partition_of)
+    keys.learn("b", partition_of)  # full at two: starts again
+    assert keys.known == {"b": (1, b"b")} and asked == ["héllo".encode(), b"a", b"b"]
+    keys.recount(8)
+    assert keys.known == {}
+
+
+def test_the_bolt_behind_the_hop_finds_a_str_keys_partition_as_the_writer_does() -> None:
+    writer, reader = hop(spout(), "count", ("word",), ("word", "n"))
+    changelog = reader.changelog_input("count", ("word",))
+    changelog.partitions = parts = list(range(7))
+    for word in ("kafka", "storm", "kafka", "é"):
+        key, _ = writer._record(SimpleNamespace(values=[word, 1]))
+        assert changelog.partition_of([word, 1]) == KeyPartitions()(key, parts, parts)
 
 
 def test_a_reader_for_a_stateful_window_puts_record_offsets_in_its_message_id_field() -> None:
