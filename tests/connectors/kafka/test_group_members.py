@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from connectors.kafka import KafkaSpout
 from connectors.kafka.repartition import topic_name
@@ -65,62 +65,75 @@ async def test_a_join_moves_only_the_newcomers_share(kafka_broker) -> None:
     assert len(gone) == 2 and after["c"] == gone, (before, after)  # the newcomer's share only
 
 
-async def test_a_member_with_other_workers_is_refused(kafka_broker, runs, tmp_path) -> None:
+class Running(NamedTuple):
+    """A word count member whose ``workers`` workers share every partition of ``topics``."""
+
+    run: Run
+    conf: dict[str, object]
+    group: str
+    topics: list[str]
+    workers: int
+
+
+async def running_member(kafka_broker, runs: list[Run], tmp_path: Path,
+                         workers: int = 1) -> Running:
+    """A new word count run as one command with ``workers`` workers, returned once they share
+    the two partitions of its sentences topic (and with workers > 1 of its count hop too)."""
     bootstrap, sentences, counts, group = await new_count(kafka_broker)
     conf = word_count_conf(bootstrap, sentences, counts, group)
-    running = Run(tmp_path / "running.log", conf, "--workers", "2")
+    extra = ("--workers", str(workers)) if workers > 1 else ()
+    running = Run(tmp_path / "running.log", conf, *extra)
     runs.append(running)
-    topics = [sentences, topic_name(group, "count")]
-    await wait_split([running], topics, 2, 2)
-    odd = Run(tmp_path / "odd.log", conf)  # topology.workers 1
-    runs.append(odd)
-    errors = [line for line in await refused(odd) if "ERROR" in line]
+    topics = [sentences, topic_name(group, "count")] if workers > 1 else [sentences]
+    await wait_split([running], topics, workers, 2)
+    return Running(running, conf, group, topics, workers)
+
+
+async def refused_errors(runs: list[Run], newcomer: Run) -> list[str]:
+    """The ERROR lines of ``newcomer``, which must be refused (exit status 2)."""
+    runs.append(newcomer)
+    return [line for line in await refused(newcomer) if "ERROR" in line]
+
+
+async def test_a_member_with_other_workers_is_refused(kafka_broker, runs, tmp_path) -> None:
+    running = await running_member(kafka_broker, runs, tmp_path, workers=2)
+    odd = Run(tmp_path / "odd.log", running.conf)  # topology.workers 1
+    errors = await refused_errors(runs, odd)
     assert len(errors) == 1, errors
     assert "topology.workers=1 here, 2 in the group" in errors[0], errors
-    assert f"consumer group {group!r} runs another topology" in errors[0], errors
-    await still_running(running, topics, group)
+    assert f"consumer group {running.group!r} runs another topology" in errors[0], errors
+    await still_running(running)
 
 
 async def test_a_member_of_another_topology_file_is_refused(kafka_broker, runs,
                                                             tmp_path) -> None:
-    bootstrap, sentences, counts, group = await new_count(kafka_broker)
-    conf = word_count_conf(bootstrap, sentences, counts, group)
-    running = Run(tmp_path / "running.log", conf)
-    runs.append(running)
-    await wait_split([running], [sentences], 1, 2)
-    other = Run(tmp_path / "other.log", conf, file=TALLY)
-    runs.append(other)
-    errors = [line for line in await refused(other) if "ERROR" in line]
+    running = await running_member(kafka_broker, runs, tmp_path)
+    other = Run(tmp_path / "other.log", running.conf, file=TALLY)
+    errors = await refused_errors(runs, other)
     assert len(errors) == 1, errors
     assert "components differ: 'tally' only here, 'count' only in the group" in errors[0], (
         errors)
     assert "bolt 'counts': reads 'tally' here, 'count' in the group" in errors[0], errors
-    await still_running(running, [sentences], group)
+    await still_running(running)
 
 
-async def still_running(running: Run, topics: list[str], group: str) -> None:
+async def still_running(running: Running) -> None:
     """``running`` was not refused: after the refused member left it holds every partition
     again, said why it turned the member away, and stops with status 0."""
-    members = 2 if "--workers" in running.proc.args else 1  # type: ignore[operator]
-    await wait_split([running], topics, members, 2)
-    text = running.text()
+    await wait_split([running.run], running.topics, running.workers, 2)
+    text = running.run.text()
     assert "ERROR" not in text, text[-3000:]
-    assert re.search(rf"WARNING connectors.kafka: consumer group {group!r}: \d+ member\(s\) "
-                     rf"run a topology other than the group's", text), text[-3000:]
-    assert running.stop() == 0, running.text()[-3000:]
+    assert re.search(rf"WARNING connectors.kafka: consumer group {running.group!r}: \d+ "
+                     rf"member\(s\) run a topology other than the group's", text), text[-3000:]
+    assert running.run.stop() == 0, running.run.text()[-3000:]
 
 
 async def test_a_refused_worker_stops_every_worker_of_its_command(kafka_broker, runs,
                                                                   tmp_path) -> None:
-    bootstrap, sentences, counts, group = await new_count(kafka_broker)
-    conf = word_count_conf(bootstrap, sentences, counts, group)
-    running = Run(tmp_path / "running.log", conf)
-    runs.append(running)
-    await wait_split([running], [sentences], 1, 2)
-    other = Run(tmp_path / "other.log", conf, "--workers", "2", file=TALLY)
-    runs.append(other)
-    errors = [line for line in await refused(other) if "ERROR" in line]
+    running = await running_member(kafka_broker, runs, tmp_path)
+    other = Run(tmp_path / "other.log", running.conf, "--workers", "2", file=TALLY)
+    errors = await refused_errors(runs, other)
     assert any("invalid input (status 2); stopping every worker" in e for e in errors), errors
     said = [e for e in errors if "runs another topology" in e]
     assert said and all("topology.workers=2 here, 1 in the group" in e for e in said), errors
-    await still_running(running, [sentences], group)
+    await still_running(running)
