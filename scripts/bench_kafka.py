@@ -63,6 +63,7 @@ if str(_ROOT) not in sys.path:
 # The imports below need the path set above.
 import orjson  # noqa: E402
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
+from bench_kafka_peers import process  # noqa: E402 (the peers' own per-record work)
 
 from connectors.kafka import KafkaBolt, KafkaSpout  # noqa: E402
 from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
@@ -85,15 +86,6 @@ LABELS = {
     "faust": "faust-streaming 0.15",
 }
 VOCABULARY = [f"w{i:03d}" for i in range(500)]
-
-
-def process(value: bytes, counts: dict[str, int]) -> bytes:
-    """Split the sentence, count its words, return the output value (as the peers do)."""
-    doc = orjson.loads(value)
-    words = doc["text"].split()
-    for word in words:
-        counts[word] = counts.get(word, 0) + 1
-    return orjson.dumps({"id": doc["id"], "words": len(words)})
 
 
 class SplitCount(BasicBolt):

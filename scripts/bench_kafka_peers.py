@@ -6,7 +6,7 @@
 Run by ``bench_kafka.py`` in a virtual environment of its own (the peers pin client
 libraries the engine does not use), so this file imports nothing from the project. Each
 peer consumes ``source`` in consumer group ``group``, splits and counts every JSON sentence
-(the same ``process`` as the engine's bolts), produces one record per input to ``sink``,
+(the very ``process`` the engine's bolts import), produces one record per input to ``sink``,
 with at-least-once settings, and exits once it has handed ``records`` outputs to its
 producer and flushed it. ``quix-count`` is ``bench_stateful.py``'s peer: it counts each
 record's key in quixstreams' state and produces the running count; ``quix-group-by`` is

@@ -54,10 +54,11 @@ from aiokafka import AIOKafkaConsumer, TopicPartition  # noqa: E402
 from benchlib import (  # noqa: E402
     check_counts,
     create_kept_topics,
-    fill_sentences,
+    fresh_count_topics,
     make_sentences,
     read_counts,
     run_loop,
+    word_truth,
 )
 
 from connectors.kafka.changelog import (  # noqa: E402
@@ -123,10 +124,9 @@ async def _topics(bootstrap: str, suffix: str, sentences: list[str],
                   partitions: int) -> tuple[str, str, str, str, Counter[str]]:
     """Fresh input and counts topics, the input filled: tag, topics, group and the truth."""
     tag = f"{time.monotonic_ns()}-{suffix}"
-    source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-keyed-{tag}"
-    await create_kept_topics(bootstrap, {source: partitions, counts: partitions})
-    await fill_sentences(bootstrap, source, sentences)
-    return tag, source, counts, group, Counter(w for s in sentences for w in s.split())
+    source, counts, group = await fresh_count_topics(bootstrap, tag, "bench-keyed", sentences,
+                                                     partitions)
+    return tag, source, counts, group, word_truth(sentences)
 
 
 async def one_run(bootstrap: str, workers: int, sentences: list[str], partitions: int,

@@ -54,11 +54,11 @@ if str(_ROOT) not in sys.path:
 from bench_kafka import PEER_SCRIPT, peer_python  # noqa: E402
 from benchlib import (  # noqa: E402
     check_counts,
-    create_kept_topics,
-    fill_sentences,
+    fresh_count_topics,
     make_sentences,
     read_counts,
     run_loop,
+    word_truth,
 )
 
 from connectors.kafka.testing_broker import TestingBroker  # noqa: E402
@@ -136,9 +136,8 @@ async def one_run(bootstrap: str, system: str, workers: int, sentences: list[str
                   truth: Counter[str], partitions: int, state_dir: Path) -> Run:
     """One run of the stateful word count of ``system`` in ``workers`` processes."""
     tag = f"{time.monotonic_ns()}-{system}{workers}"
-    source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"bench-workers-{tag}"
-    await create_kept_topics(bootstrap, {source: partitions, counts: partitions})
-    await fill_sentences(bootstrap, source, sentences)
+    source, counts, group = await fresh_count_topics(bootstrap, tag, "bench-workers",
+                                                     sentences, partitions)
     total = sum(truth.values())
     conf = {"kafka.bootstrap.servers": bootstrap, "kafka.sentences.topic": source,
             "kafka.counts.topic": counts, "kafka.group.id": group,
@@ -199,7 +198,7 @@ async def bench(bootstrap: str, args: argparse.Namespace) -> dict[tuple[str, int
     """Every run of each system and process count, alternating."""
     sentences = make_sentences(args.sentences, vocabulary=args.vocabulary, seed=7,
                                words_per_sentence=args.words_per_sentence)
-    truth = Counter(w for s in sentences for w in s.split())
+    truth = word_truth(sentences)
     systems = args.systems.split(",")
     runs: dict[tuple[str, int], list[Run]] = {(s, w): [] for s in systems for w in (1, 2)}
     with tempfile.TemporaryDirectory() as tmp:

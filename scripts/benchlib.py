@@ -338,6 +338,22 @@ async def fill_sentences(bootstrap: str, topic: str, sentences: list[str]) -> No
         await producer.stop()
 
 
+async def fresh_count_topics(bootstrap: str, tag: str, group_prefix: str,
+                             sentences: list[str], partitions: int) -> tuple[str, str, str]:
+    """A word count's own input, output and group, named by ``tag``: the topics
+    ``sentences-<tag>`` (holding ``sentences``, one record each) and ``counts-<tag>`` (empty),
+    ``partitions`` partitions each and kept, and the group ``<group_prefix>-<tag>``."""
+    source, counts, group = f"sentences-{tag}", f"counts-{tag}", f"{group_prefix}-{tag}"
+    await create_kept_topics(bootstrap, {source: partitions, counts: partitions})
+    await fill_sentences(bootstrap, source, sentences)
+    return source, counts, group
+
+
+def word_truth(sentences: list[str]) -> Counter[str]:
+    """How often each word (split on whitespace) occurs in ``sentences``."""
+    return Counter(w for s in sentences for w in s.split())
+
+
 async def read_counts(bootstrap: str, topic: str, partitions: int, total: int,
                       secs: float = 60.0, idle_secs: float | None = None) -> list[Any]:
     """The records of ``topic`` from offset 0, until ``total`` arrived, ``secs`` passed, or
