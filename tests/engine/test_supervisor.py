@@ -16,12 +16,12 @@ import pytest
 from engine.errors import ConfigError
 from engine.supervisor import worker_argv, worker_ids
 from tests.connectors.kafka.helpers import (
-    committed,
     eventually,
     high_watermarks,
     produce,
     read_all,
     unique,
+    wait_committed,
 )
 from tests.connectors.kafka.netfault import linked_broker
 
@@ -86,12 +86,9 @@ async def _all_out_and_committed(conf: dict[str, object], values: list[bytes],
                                  sup: Supervised, timeout: float) -> None:
     bootstrap, source = str(conf["kafka.bootstrap.servers"]), str(conf["relay.source"])
     ends = await high_watermarks(bootstrap, source)
-
-    async def done() -> bool:
-        return await committed(bootstrap, str(conf["relay.group"]), source) == ends
-
     try:
-        await eventually(done, timeout, "every input committed")
+        await wait_committed(bootstrap, str(conf["relay.group"]), source, ends, timeout,
+                             "every input committed")
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{sup.text()[-4000:]}") from None
     written = {r.value for r in await read_all(bootstrap, str(conf["relay.sink"]))}

@@ -186,6 +186,18 @@ async def eventually(check: Callable[[], Awaitable[bool]], timeout: float,
         await asyncio.sleep(every)
 
 
+async def wait_committed(bootstrap: str, group: str, topic: str, offsets: dict[int, int],
+                         timeout: float, what: str) -> None:
+    """Poll until ``group``'s committed offsets of ``topic`` are exactly ``offsets``
+    (partition → offset, every partition); raise ``AssertionError`` naming ``what`` after
+    ``timeout``."""
+
+    async def there() -> bool:
+        return await committed(bootstrap, group, topic) == offsets
+
+    await eventually(there, timeout, what)
+
+
 class Slow(BasicBolt):
     """Passes ``(key, value)`` on after ``delay`` seconds, so tuples are in flight."""
 

@@ -23,6 +23,7 @@ from tests.connectors.kafka.helpers import (
     produce,
     read_all,
     unique,
+    wait_committed,
 )
 
 
@@ -100,11 +101,7 @@ async def run_until_committed(bootstrap: str, name: str, topo: Any, group: str,
     ends = await high_watermarks(bootstrap, source)
     async with LocalCluster() as cluster:
         await cluster.submit_topology(name, conf(), topo)
-
-        async def at_end() -> bool:
-            return await committed(bootstrap, group, source) == ends
-
-        await eventually(at_end, 40, f"{group} committed {ends}")
+        await wait_committed(bootstrap, group, source, ends, 40, f"{group} committed {ends}")
         stats = cluster.stats(name)["components"]
         await cluster.kill_topology(name, wait_secs=5)
     return stats
@@ -232,11 +229,7 @@ async def test_metrics_give_partitions_and_failed_topic_figures(kafka_broker) ->
     ends = await high_watermarks(bootstrap, source)
     async with LocalCluster() as cluster:
         await cluster.submit_topology("metrics", conf(), topo)
-
-        async def at_end() -> bool:
-            return await committed(bootstrap, group, source) == ends
-
-        await eventually(at_end, 40, "everything committed")
+        await wait_committed(bootstrap, group, source, ends, 40, "everything committed")
         [task] = spout.tasks
         metrics = task.metrics()
         bolt = cluster_bolt(topo)

@@ -19,6 +19,7 @@ from tests.connectors.kafka.helpers import (
     produce,
     read_all,
     unique,
+    wait_committed,
 )
 
 
@@ -65,11 +66,8 @@ def conf(timeout: float = 10) -> Config:
 async def wait_committed_to_end(bootstrap: str, group: str, topic: str,
                                 timeout: float = 20) -> None:
     ends = await high_watermarks(bootstrap, topic)
-
-    async def at_end() -> bool:
-        return await committed(bootstrap, group, topic) == ends
-
-    await eventually(at_end, timeout, f"group {group} committed {ends} on {topic}")
+    await wait_committed(bootstrap, group, topic, ends, timeout,
+                         f"group {group} committed {ends} on {topic}")
 
 
 async def test_every_record_out_and_offsets_committed_to_partition_ends(kafka_broker) -> None:

@@ -13,12 +13,12 @@ from connectors.kafka import KafkaBolt, KafkaSpout
 from engine import BasicBolt, Bolt, Config, FailedException, LocalCluster, TopologyBuilder
 from tests.connectors.kafka.helpers import (
     FAST_GROUP,
-    committed,
     eventually,
     high_watermarks,
     produce,
     read_all,
     unique,
+    wait_committed,
 )
 
 N = 120
@@ -77,11 +77,8 @@ async def test_cap_pauses_only_the_partition_at_it(kafka_broker) -> None:
         from_zero = [v for p, v in gate.seen if p == 0]
         assert from_zero == [b"p0-%d" % i for i in range(20)]  # exactly the cap, in order
         gate.release()
-
-        async def all_done() -> bool:
-            return await committed(bootstrap, group, topic) == {0: N, 1: N}
-
-        await eventually(all_done, 20, "partition 0 resumed and committed")
+        await wait_committed(bootstrap, group, topic, {0: N, 1: N}, 20,
+                             "partition 0 resumed and committed")
         await cluster.kill_topology("capped", wait_secs=5)
     assert Counter(v for _, v in gate.seen) == Counter(
         b"p%d-%d" % (p, i) for p in (0, 1) for i in range(N))
@@ -123,11 +120,7 @@ async def test_transient_failures_are_retried_with_backoff_and_pass(kafka_broker
     ends = await high_watermarks(bootstrap, source)
     async with LocalCluster() as cluster:
         await cluster.submit_topology("flaky", Config(), builder.create_topology())
-
-        async def done() -> bool:
-            return await committed(bootstrap, group, source) == ends
-
-        await eventually(done, 20, "every record committed")
+        await wait_committed(bootstrap, group, source, ends, 20, "every record committed")
         await cluster.kill_topology("flaky", wait_secs=5)
     assert flaky.attempts == Counter(dict.fromkeys(values, 3))
     assert spout.counters.retried == 60
@@ -154,11 +147,7 @@ async def test_failed_produce_fails_the_tuple_until_the_failed_topic(kafka_broke
     ends = await high_watermarks(bootstrap, source)
     async with LocalCluster() as cluster:
         await cluster.submit_topology("produce-fails", Config(), builder.create_topology())
-
-        async def done() -> bool:
-            return await committed(bootstrap, group, source) == ends
-
-        await eventually(done, 20, "every record committed")
+        await wait_committed(bootstrap, group, source, ends, 20, "every record committed")
         stats = cluster.stats("produce-fails")["components"]
         await cluster.kill_topology("produce-fails", wait_secs=5)
     assert stats["out"]["failed"] >= 2 and stats["kafka"]["failed"] == 2
@@ -214,11 +203,8 @@ async def test_rebalance_commits_done_offsets_and_new_owner_resumes_there(kafka_
     conf.set_message_timeout_secs(60)
     async with LocalCluster() as a, LocalCluster() as b:
         await a.submit_topology("a", conf, holding_topology(topic, bootstrap, group, first))
-
-        async def first_half_committed() -> bool:
-            return await committed(bootstrap, group, topic) == {0: 20, 1: 20}
-
-        await eventually(first_half_committed, 20, "offsets 0-19 committed, 20-39 held")
+        await wait_committed(bootstrap, group, topic, {0: 20, 1: 20}, 20,
+                             "offsets 0-19 committed, 20-39 held")
         assert len(first.seen) == 80
         await b.submit_topology("b", conf, holding_topology(topic, bootstrap, group, second))
 
@@ -228,11 +214,8 @@ async def test_rebalance_commits_done_offsets_and_new_owner_resumes_there(kafka_
         await eventually(second_got_a_partition, 20, "the new member reading from offset 20")
         # The old owner's late acks for the revoked partition must be ignored, harmlessly.
         first.release()
-
-        async def all_committed() -> bool:
-            return await committed(bootstrap, group, topic) == {0: 40, 1: 40}
-
-        await eventually(all_committed, 20, "every offset committed after the rebalance")
+        await wait_committed(bootstrap, group, topic, {0: 40, 1: 40}, 20,
+                             "every offset committed after the rebalance")
         errors = [a.stats("a")["components"]["kafka"]["errors"],
                   b.stats("b")["components"]["kafka"]["errors"]]
     assert errors == [0, 0]
@@ -255,11 +238,7 @@ async def test_small_buffer_pauses_fetching_without_losing_records(kafka_broker)
     ends = await high_watermarks(bootstrap, topic)
     async with LocalCluster() as cluster:
         await cluster.submit_topology("small-buffer", Config(), builder.create_topology())
-
-        async def done() -> bool:
-            return await committed(bootstrap, group, topic) == ends
-
-        await eventually(done, 20, "every record committed")
+        await wait_committed(bootstrap, group, topic, ends, 20, "every record committed")
         await cluster.kill_topology("small-buffer", wait_secs=5)
     assert sorted(int(v) for _, v in gate.seen) == list(range(600))
 
@@ -280,11 +259,8 @@ async def test_without_failed_topic_given_up_records_are_dropped_and_counted(
     builder.set_bolt("out", KafkaBolt(sink, bootstrap)).shuffle_grouping("flaky")
     async with LocalCluster() as cluster:
         await cluster.submit_topology("no-failed-topic", Config(), builder.create_topology())
-
-        async def done() -> bool:
-            return await committed(bootstrap, group, source) == {0: 10}
-
-        await eventually(done, 20, "offsets committed past the dropped records")
+        await wait_committed(bootstrap, group, source, {0: 10}, 20,
+                             "offsets committed past the dropped records")
         tasks = cluster.stats("no-failed-topic")["metrics"]["kafka"]
         await cluster.kill_topology("no-failed-topic", wait_secs=5)
     assert (spout.counters.dropped, spout.counters.retried, spout.counters.failed_records) == (
@@ -326,17 +302,9 @@ async def test_records_fetched_during_a_slow_assignment_are_not_skipped(kafka_br
         # Once the group has settled (the first records committed), more records: were the
         # first ones skipped while the assignment callback ran, the commits passed them.
         first = await high_watermarks(bootstrap, topic)
-
-        async def settled() -> bool:
-            return await committed(bootstrap, group, topic) == first
-
-        await eventually(settled, 30, "the first records committed")
+        await wait_committed(bootstrap, group, topic, first, 30, "the first records committed")
         await produce(bootstrap, topic, [(None, b"%d" % i) for i in range(400, 800)])
         ends = await high_watermarks(bootstrap, topic)
-
-        async def done() -> bool:
-            return await committed(bootstrap, group, topic) == ends
-
-        await eventually(done, 20, "every record committed")
+        await wait_committed(bootstrap, group, topic, ends, 20, "every record committed")
         await cluster.kill_topology("slow-assign", wait_secs=5)
     assert sorted(int(v) for _, v in gate.seen) == list(range(800))

@@ -7,12 +7,11 @@ from collections import Counter
 
 from engine import Config, LocalCluster
 from tests.connectors.kafka.helpers import (
-    committed,
-    eventually,
     high_watermarks,
     produce,
     read_all,
     unique,
+    wait_committed,
 )
 
 
@@ -35,10 +34,8 @@ async def test_word_counts_reach_the_counts_topic(kafka_broker) -> None:
     async with LocalCluster() as cluster:
         await cluster.submit_topology("kafka-word-count", conf, module.build(conf))
 
-        async def done() -> bool:
-            return await committed(bootstrap, group, sentences) == ends
-
-        await eventually(done, 30, "sentences committed to the end")
+        await wait_committed(bootstrap, group, sentences, ends, 30,
+                             "sentences committed to the end")
         await cluster.kill_topology("kafka-word-count", wait_secs=5)
     expected = Counter(word for line in lines for word in line.split())
     best: Counter[str] = Counter()
