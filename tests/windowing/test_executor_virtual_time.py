@@ -5,24 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.windowing import BaseWindowedBolt, Count, Duration, TupleWindow
+from engine.windowing import BaseWindowedBolt, Count, Duration
 from engine.windowing.wiring import windowed_executor
 from tests.state.helpers import Recorder, context, make_tuple
-
-
-class Sum(BaseWindowedBolt):
-    def __init__(self) -> None:
-        self.windows: list[TupleWindow] = []
-
-    def declare_output_fields(self, declarer: Any) -> None:
-        declarer.declare(["sum"])
-
-    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
-        self.collector = collector
-
-    def execute(self, window: TupleWindow) -> None:
-        self.windows.append(window)
-        self.collector.emit([sum(t["n"] for t in window.get())])
+from tests.windowing.bolts import SumWindow
 
 
 async def prepared(bolt: BaseWindowedBolt) -> tuple[Any, Recorder, list[float]]:
@@ -50,7 +36,7 @@ def number(n: int) -> Any:
 
 
 async def test_sliding_duration_window_on_a_manual_clock() -> None:
-    bolt = Sum()
+    bolt = SumWindow()
     ex, out, clock = await prepared(bolt.with_window(Duration(1), Duration(0.5)))
     a, b, c = number(1), number(2), number(3)
     clock[0] = 0.1
@@ -79,7 +65,7 @@ async def test_sliding_duration_window_on_a_manual_clock() -> None:
 
 
 async def test_emits_outside_execute_window_are_not_anchored() -> None:
-    bolt = Sum()
+    bolt = SumWindow()
     ex, out, _ = await prepared(bolt.with_tumbling_window(Count(2)))
     ex.execute(number(1))
     ex.execute(number(2))
@@ -92,7 +78,7 @@ async def test_emits_outside_execute_window_are_not_anchored() -> None:
 async def test_a_queue_batch_fails_only_its_tuple_with_a_bad_timestamp() -> None:
     """The bolt executor hands a sync windowed bolt whole batches: a tuple whose event time
     is not an int fails alone, the others of its batch are windowed."""
-    bolt = Sum()
+    bolt = SumWindow()
     ex, out, _ = await prepared(bolt.with_window(Count(10), Count(1))
                                 .with_timestamp_field("ts"))
     good, bad, other = ([make_tuple([n, ts], ["n", "ts"], "numbers", 1) for n, ts in
@@ -107,7 +93,7 @@ async def test_a_queue_batch_is_windowed_in_order_and_its_late_tuples_are_acked(
     """One source's batch: on-time tuples queue in order and tell the watermark their
     latest stamp; a tuple stamped before the watermark, or with a bool for a stamp, is
     taken out of the batch alone."""
-    bolt = Sum()
+    bolt = SumWindow()
     ex, out, _ = await prepared(bolt.with_window(Count(10), Count(1))
                                 .with_timestamp_field("ts"))
 

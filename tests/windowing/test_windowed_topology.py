@@ -12,25 +12,9 @@ import pytest
 from engine import LocalCluster, Spout, TopologyBuilder, TopologyError
 from engine.testing import CaptureBolt, FailOn, FeederSpout, wait_until
 from engine.windowing import BaseWindowedBolt, Count, DetachedTuple, Duration, TupleWindow
+from tests.windowing.bolts import SumWindow
 
 CONF = {"topology.message.timeout.secs": 30}
-
-
-class SumWindow(BaseWindowedBolt):
-    """Emits the sum of ``n`` over the window; records every window it sees."""
-
-    def __init__(self) -> None:
-        self.windows: list[TupleWindow] = []
-
-    def declare_output_fields(self, declarer: Any) -> None:
-        declarer.declare(["sum"])
-
-    def prepare(self, conf: Any, context: Any, collector: Any) -> None:
-        self.collector = collector
-
-    def execute(self, window: TupleWindow) -> None:
-        self.windows.append(window)
-        self.collector.emit([sum(t["n"] for t in window.get())])
 
 
 class AsyncSumWindow(SumWindow):
