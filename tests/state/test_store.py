@@ -39,8 +39,9 @@ def test_delete_returns_the_committed_value_after_a_restart(tmp_path: Path) -> N
     assert again.delete("a") is None and len(again) == 0
 
 
-def test_only_committed_changes_survive_a_restart(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite3"
+def changes_prepared_over_a_commit(path: Path) -> KeyValueState:
+    """The state at ``path`` with a=1 and b=2 committed (txid 0), then a=10 put and b
+    deleted, prepared as txid 1 and not committed."""
     state = reopen(path)
     state.put("a", 1)
     state.put("b", 2)
@@ -48,7 +49,13 @@ def test_only_committed_changes_survive_a_restart(tmp_path: Path) -> None:
     state.commit(0)
     state.put("a", 10)
     state.delete("b")
-    state.prepare_commit(1)  # prepared, never committed
+    state.prepare_commit(1)
+    return state
+
+
+def test_only_committed_changes_survive_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite3"
+    state = changes_prepared_over_a_commit(path)  # txid 1 prepared, never committed
     state.put("c", 3)  # not even prepared
     again = reopen(path)
     assert dict(again) == {"a": 1, "b": 2}
@@ -57,16 +64,9 @@ def test_only_committed_changes_survive_a_restart(tmp_path: Path) -> None:
 
 def test_commit_applies_puts_and_deletes_atomically(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite3"
-    state = reopen(path)
-    state.put("a", 1)
-    state.put("b", 2)
-    state.prepare_commit(0)
-    state.commit(0)
-    state.put("a", 5)
-    state.delete("b")
-    state.prepare_commit(1)
+    state = changes_prepared_over_a_commit(path)
     state.commit(1)
-    assert dict(reopen(path)) == {"a": 5}
+    assert dict(reopen(path)) == {"a": 10}
 
 
 def test_rollback_restores_the_committed_map(tmp_path: Path) -> None:
