@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -72,6 +73,22 @@ def reading_consumer(bootstrap: str) -> AIOKafkaConsumer:
                             auto_offset_reset="earliest")
 
 
+@asynccontextmanager
+async def reading_from_start(bootstrap: str, topic: str
+                             ) -> AsyncIterator[tuple[AIOKafkaConsumer, list[TopicPartition]]]:
+    """A started group-less consumer assigned every partition of ``topic`` at offset 0, and
+    those partitions; the consumer is stopped on leaving."""
+    tps = await partitions(bootstrap, topic)
+    consumer = reading_consumer(bootstrap)
+    await consumer.start()
+    try:
+        consumer.assign(tps)
+        seek_to_start(consumer, tps)
+        yield consumer, tps
+    finally:
+        await consumer.stop()
+
+
 async def read_all(bootstrap: str, topic: str, timeout: float = 20.0) -> list[Any]:
     """Every record of ``topic`` from offset 0 to each partition's fetch high watermark, in
     offset order per partition.
@@ -82,12 +99,7 @@ async def read_all(bootstrap: str, topic: str, timeout: float = 20.0) -> list[An
     batch: it is read again from the gap until it fills or ``timeout`` passes (then what
     was read is returned, gaps and all, for the caller to report).
     """
-    tps = await partitions(bootstrap, topic)
-    consumer = reading_consumer(bootstrap)
-    await consumer.start()
-    try:
-        consumer.assign(tps)
-        seek_to_start(consumer, tps)
+    async with reading_from_start(bootstrap, topic) as (consumer, tps):
         got: dict[TopicPartition, dict[int, Any]] = {tp: {} for tp in tps}
         deadline = time.monotonic() + timeout
         while True:
@@ -105,8 +117,6 @@ async def read_all(bootstrap: str, topic: str, timeout: float = 20.0) -> list[An
                         consumer.seek(tp, gap)  # a batch skipped: read from it again
             elif time.monotonic() > deadline:
                 raise TimeoutError(f"reading {topic!r}: high watermarks {ends} not reached")
-    finally:
-        await consumer.stop()
 
 
 def first_gap(offsets: dict[int, Any], end: int) -> int | None:
@@ -119,20 +129,13 @@ def first_gap(offsets: dict[int, Any], end: int) -> int | None:
 
 async def high_watermarks(bootstrap: str, topic: str) -> dict[int, int]:
     """Each partition's fetch high watermark (its true end), by reading it."""
-    tps = await partitions(bootstrap, topic)
-    consumer = reading_consumer(bootstrap)
-    await consumer.start()
-    try:
-        consumer.assign(tps)
-        seek_to_start(consumer, tps)
+    async with reading_from_start(bootstrap, topic) as (consumer, tps):
         deadline = time.monotonic() + 10
         while any(consumer.highwater(tp) is None for tp in tps):
             await consumer.getmany(timeout_ms=100, max_records=1)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no fetch response for every partition of {topic!r}")
         return {tp.partition: consumer.highwater(tp) for tp in tps}
-    finally:
-        await consumer.stop()
 
 
 async def committed(bootstrap: str, group: str, topic: str) -> dict[int, int | None]:
