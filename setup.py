@@ -39,6 +39,7 @@ from parallel_compile import ParallelCompile  # found through the path entry abo
 from stormloop_build import (
     GROUP,
     compiler_problem,
+    in_place_targets,
     in_place_up_to_date,
     load_hotpath,
     say,
@@ -97,6 +98,12 @@ class BuildHotPath(build_ext):
             self._fall_back(hotpath, f"compilation failed: {type(exc).__name__}: {exc}")
             return
         leave_note(hotpath, self._package_dir(), None)
+        if self.inplace:
+            # setuptools relinks only what changed and copies the rest with its old time:
+            # the modules in place are now the sources' build, and must say so to stale().
+            for target in in_place_targets(hotpath):
+                if target.exists():
+                    target.touch()
         say(f"stormloop: compiled the hot path in {time.monotonic() - started:.1f} s")
 
     def _package_dir(self) -> Path:
