@@ -68,6 +68,7 @@ TOPOLOGY = _ROOT / "topologies" / "stateful_word_count.py"
 GOAL = 1.1  # --workers 2 words/s over --workers 1
 CPU_GOAL = 1.25  # CPU per word through the hop over in process
 IDLE_SECS = 30  # a run that writes no count for this long is over
+PEER_ATTEMPTS = 3  # runs of one system and process count before a peer with no rate stops it
 
 
 @dataclass
@@ -133,8 +134,9 @@ def _commands(system: str, workers: int, conf: dict[str, Any],
 
 
 async def one_run(bootstrap: str, system: str, workers: int, sentences: list[str],
-                  truth: Counter[str], partitions: int, state_dir: Path) -> Run:
-    """One run of the stateful word count of ``system`` in ``workers`` processes."""
+                  truth: Counter[str], partitions: int, state_dir: Path) -> Run | None:
+    """One run of the stateful word count of ``system`` in ``workers`` processes; None
+    when a peer wrote too few counts to take a rate from."""
     tag = f"{time.monotonic_ns()}-{system}{workers}"
     source, counts, group = await fresh_count_topics(bootstrap, tag, "bench-workers",
                                                      sentences, partitions)
@@ -176,6 +178,8 @@ async def one_run(bootstrap: str, system: str, workers: int, sentences: list[str
         check_counts(records, truth)
     stamps = sorted(r.timestamp / 1000 for r in records)
     mark = len(stamps) // 20
+    if len(stamps) - mark < 2 or stamps[-1] <= stamps[mark]:
+        return None  # too few counts came to take a rate from
     start, end = stamps[mark], stamps[-1]
     words = len(stamps) - mark
     cpu = _cpu_at(samples, end) - _cpu_at(samples, start)
@@ -204,8 +208,16 @@ async def bench(bootstrap: str, args: argparse.Namespace) -> dict[tuple[str, int
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.runs):
             for system, workers in runs:
-                run = await one_run(bootstrap, system, workers, sentences, truth,
-                                    args.partitions, Path(tmp))
+                run = None
+                for _attempt in range(PEER_ATTEMPTS):
+                    run = await one_run(bootstrap, system, workers, sentences, truth,
+                                        args.partitions, Path(tmp))
+                    if run is not None:
+                        break
+                    print(f"  {system} x{workers}: too few counts for a rate; run again",
+                          flush=True)
+                if run is None:
+                    raise SystemExit(f"{system} x{workers}: no rate in {PEER_ATTEMPTS} runs")
                 print(f"  {system} x{workers}: {run.rate:>10,.0f} words/s "
                       f"{run.cpu_us:>6.1f} CPU us/word", flush=True)
                 runs[system, workers].append(run)
