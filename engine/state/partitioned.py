@@ -90,8 +90,14 @@ class PartitionedState(KeyValueState):
 
     def select(self, partition: int | None) -> None:
         """The partition the calls of the running task act on from now (None: none)."""
-        self._current.set(None if partition is None else
-                          (partition, self.partitions[partition]))
+        current = self._current.get()
+        if partition is None:
+            if current is not None:
+                self._current.set(None)
+            return
+        state = self.partitions[partition]
+        if current is None or current[1] is not state:  # a set allocates: only on a change
+            self._current.set((partition, state))
 
     @property
     def selected(self) -> int | None:

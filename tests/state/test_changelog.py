@@ -171,6 +171,18 @@ def test_the_front_routes_to_the_selected_partition(tmp_path: Path) -> None:
     assert state.delete("b") == 2
 
 
+def test_a_partition_held_again_is_selected_with_its_new_map(tmp_path: Path) -> None:
+    state = PartitionedState(new_store(tmp_path), "t/count")
+    state.open(0)
+    state.select(0)
+    state.put("a", 1)
+    state.close(0)  # revoked, then assigned again: a new map
+    again = state.open(0)
+    state.select(0)
+    state.put("b", 2)
+    assert state.current is again and again.get("b") == 2 and again.get("a") is None
+
+
 async def test_a_task_that_awaits_keeps_its_partition(tmp_path: Path) -> None:
     """An ``async def execute`` of partition 1 that awaits while another task runs a
     tuple of partition 0 still writes into partition 1."""
