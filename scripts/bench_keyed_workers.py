@@ -145,9 +145,10 @@ async def one_run(bootstrap: str, system: str, workers: int, sentences: list[str
             "kafka.counts.topic": counts, "kafka.group.id": group,
             "topology.state.dir": str(state_dir / tag),
             "kafka.consumer.auto_offset_reset": "earliest"}
-    procs = [subprocess.Popen(cmd, cwd=_ROOT, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-             for cmd in _commands(system, workers, conf, state_dir / tag)]
+    log = state_dir / f"{tag}.log"
+    with log.open("wb") as out:
+        procs = [subprocess.Popen(cmd, cwd=_ROOT, stdout=out, stderr=subprocess.STDOUT)
+                 for cmd in _commands(system, workers, conf, state_dir / tag)]
     samples: list[tuple[float, float]] = []
     gone: dict[int, float] = {}
     stop = asyncio.Event()
@@ -170,7 +171,9 @@ async def one_run(bootstrap: str, system: str, workers: int, sentences: list[str
         for proc in procs:
             proc.wait(60)
     if len(records) < total and system == "engine":
-        raise SystemExit(f"{system} x{workers}: {len(records)} of {total} counts")
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+        raise SystemExit(f"{system} x{workers}: {len(records)} of {total} counts; the end of "
+                         f"its log:\n{tail}")
     if len(records) < total:  # a peer's loss is reported, its rate taken from what came
         print(f"  {system} x{workers}: {total - len(records)} of {total} counts never came "
               f"(none for {IDLE_SECS} s)", flush=True)
