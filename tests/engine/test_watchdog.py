@@ -101,8 +101,10 @@ async def test_running_topologies_share_one_watchdog_that_names_the_blocking_bol
         spout.feed(["x"], msg_id="x")
         await wait_until(lambda: spout.events)
         await asyncio.sleep(0.1)
-    lines = [r.getMessage() for r in caplog.records if r.name == "engine.watchdog"]
-    assert len(lines) == 2, lines
+    # Only the bolt's block counts: a busy machine may hold the loop elsewhere as well.
+    lines = [r.getMessage() for r in caplog.records
+             if r.name == "engine.watchdog" and "'block' task 2 execute()" in r.getMessage()]
+    assert len(lines) == 2, lines  # once each, not once per topology
     assert "running 'block' task 2 execute() at " in lines[0]
     assert lines[1].startswith("event loop ran again after 0.")
 
