@@ -191,7 +191,7 @@ class StatefulBoltExecutor(_CheckpointAware):
         self.bolt = self.task_bolt()
         self.collector = HeldAckCollector(collector, required=self.name)
         self._execute = awaitable(self.bolt, "execute")
-        self._run = method(self.bolt, "execute")[0]
+        self._run, self._run_async = method(self.bolt, "execute")
         self.initialized = False
         self.pending: list[Tuple] = []
         self.prepared: list[Tuple] = []

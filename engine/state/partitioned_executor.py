@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from engine.config import TOPOLOGY_STATE_ALLOW_EMPTY, TOPOLOGY_STATE_STANDBY_REPLICAS
@@ -44,7 +44,7 @@ from engine.state.restored import Restored, Written
 from engine.state.standby import StandbyCopy, StandbyKeeper, standby_namespace
 from engine.state.store import SqliteStateStore, open_store
 from engine.tuples import Tuple
-from engine.usercall import fail_on_error, method
+from engine.usercall import fail_on_error
 
 __all__ = ["PartitionedBoltExecutor", "PartitionedInput", "keyed_executor"]
 
@@ -114,8 +114,6 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
     async def prepare(self, conf: dict[str, Any], context: TopologyContext,
                       collector: Any) -> None:
         await super().prepare(conf, context, collector)
-        run, run_async = method(self.bolt, "execute")
-        self._run_sync: Callable[[Tuple], Any] | None = None if run_async else run
         self.context = context
         await self.source.start(self._revoked, self._assigned,
                                 bool(conf.get(TOPOLOGY_STATE_ALLOW_EMPTY)))
@@ -128,29 +126,28 @@ class PartitionedBoltExecutor(StatefulBoltExecutor):
     async def execute(self, tup: Tuple) -> None:
         """As ``StatefulBoltExecutor.execute``; a data tuple for a sync ``execute`` runs in
         this call, without the two coroutines of its own that ``_handle`` would take."""
-        run = self._run_sync
-        if run is None or not self.initialized or tup.source_stream == CHECKPOINT_STREAM:
+        if self._run_async or not self.initialized or tup.source_stream == CHECKPOINT_STREAM:
             await super().execute(tup)
-            return
-        partition = self.source.partition_of(tup.values)
-        admitted = self.holds.admit(partition, tup)
-        if admitted:
-            self.parts.select(partition)
-            run(tup)
-        elif admitted is None:
-            self.out.fail(tup)  # its partition was revoked: the new owner reads it
+        elif self._admit(tup):
+            self._run(tup)
 
     async def _handle(self, tup: Tuple) -> None:
         if not self.initialized:
             self.pending.append(tup)
-            return
+        elif self._admit(tup):
+            await self._execute(tup)
+
+    def _admit(self, tup: Tuple) -> bool:
+        """Whether ``tup`` runs now, its partition selected; a tuple of a restoring
+        partition is held for later, one of a revoked partition failed."""
         partition = self.source.partition_of(tup.values)
         admitted = self.holds.admit(partition, tup)
         if admitted:
             self.parts.select(partition)
-            await self._execute(tup)
-        elif admitted is None:
+            return True
+        if admitted is None:
             self.out.fail(tup)  # its partition was revoked: the new owner reads it
+        return False
 
     async def _restore(self, partition: int) -> None:
         namespace = partition_namespace(self.parts.namespace, partition)
