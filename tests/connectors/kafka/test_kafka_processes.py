@@ -20,8 +20,9 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -145,14 +146,25 @@ def _runs(offsets: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
+@dataclass
+class Missing:
+    """Inputs that never reached the output: why, as far as the traces tell, and whether
+    the broker had confirmed every one of them at a sink offset it then did not serve."""
+
+    text: str
+    broker_forgot: bool
+
+
 async def explain_missing(bootstrap: str, source: str, sink: str, *procs: EngineProcess,
-                          kill: Kill | None = None) -> str:
+                          kill: Kill | None = None) -> Missing:
     """Where the inputs missing from ``sink`` came from, the sink read again, the state of
     the group at the kill, each missing record's trace, the logs."""
     src = {r.value: (r.partition, r.offset) for r in await read_all(bootstrap, source)}
     await asyncio.sleep(1.0)
     out = await read_all(bootstrap, sink)
     written = {r.value for r in out}
+    forgot = the_broker_forgot([v for v in src if v not in written],
+                               {(r.partition, r.offset) for r in out}, _confirmed_at(procs))
     missing: dict[int, list[int]] = {}
     for value, (partition, offset) in src.items():
         if value not in written:
@@ -171,7 +183,70 @@ async def explain_missing(bootstrap: str, source: str, sink: str, *procs: Engine
         notable = [line for line in proc.log.read_text(errors="replace").splitlines()
                    if "connectors.kafka" in line or "ERROR" in line or "WARNING" in line]
         lines.append(f"--- {proc.log.name}\n" + "\n".join(notable[-40:]))
-    return "\n".join(lines)
+    if forgot:
+        lines.append("the broker confirmed every missing record at a sink offset it does "
+                     "not serve")
+    return Missing("\n".join(lines), forgot)
+
+
+_PRODUCED = re.compile(r"^(b['\"].*['\"]) \S+\[(\d+)\]@(\d+)$")
+
+
+def the_broker_forgot(missing: list[bytes], served: set[tuple[int, int]],
+                      confirmed: dict[bytes, list[tuple[int, int]]]) -> bool:
+    """Whether the broker confirmed each of the ``missing`` values at a sink
+    ``(partition, offset)`` it does not serve (``served``): the writes were the broker's to
+    keep. A value never confirmed, or confirmed only where a record is served, is not."""
+    return bool(missing) and all(
+        any(where not in served for where in confirmed.get(value, ())) for value in missing)
+
+
+def test_only_records_confirmed_where_nothing_is_served_are_the_brokers_loss() -> None:
+    confirmed = {b"r1": [(3, 916)], b"r2": [(3, 931)], b"r3": [(0, 5)]}
+    served = {(0, 5), (3, 915)}
+    assert the_broker_forgot([b"r1", b"r2"], served, confirmed)
+    assert not the_broker_forgot([b"r1", b"r9"], served, confirmed)  # r9: never confirmed
+    assert not the_broker_forgot([b"r3"], served, confirmed)  # its offset holds a record
+    assert not the_broker_forgot([], served, confirmed)
+
+
+def _confirmed_at(procs: tuple[EngineProcess, ...]) -> dict[bytes, list[tuple[int, int]]]:
+    """Each value's sink coordinates as the broker confirmed them, from the traces."""
+    confirmed: dict[bytes, list[tuple[int, int]]] = {}
+    for proc in procs:
+        for _, event, details in proc.traced():
+            match = _PRODUCED.match(details) if event == "produced" else None
+            if match:
+                confirmed.setdefault(ast.literal_eval(match[1]), []).append(
+                    (int(match[2]), int(match[3])))
+    return confirmed
+
+
+class BrokerLostWrites(UserWarning):
+    """The test broker did not serve records it had confirmed; the scenario ran again."""
+
+
+async def unless_the_broker_forgot(scenario: Callable[[Path], Awaitable[Missing | None]],
+                                   tmp_path: Path) -> None:
+    """Runs ``scenario`` (in a directory of its own under ``tmp_path``); fails with its
+    explanation when inputs never reached the output.
+
+    One case is the test broker's, not the engine's: every missing record was confirmed by
+    the broker at a sink offset the broker then did not serve (Tansu, in memory, has been seen
+    to lose such writes, rarely). Then the scenario runs once more on new topics,
+    with a warning, and must pass.
+    """
+    for attempt in (1, 2):
+        workdir = tmp_path / f"attempt{attempt}"
+        workdir.mkdir()
+        missing = await scenario(workdir)
+        if missing is None:
+            return
+        if not missing.broker_forgot or attempt == 2:
+            pytest.fail("some inputs never reached the output\n" + missing.text)
+        warnings.warn(BrokerLostWrites("the broker lost writes it had confirmed; the "
+                                       "scenario runs again:\n" + missing.text[:1500]),
+                      stacklevel=1)
 
 
 def _at_kill(kill: Kill, procs: tuple[EngineProcess, ...]) -> list[str]:
@@ -210,6 +285,15 @@ async def wait_for(what: str, check, timeout: float, *procs: EngineProcess) -> N
 
 async def test_sigkill_mid_stream_then_restart_loses_nothing(kafka_broker, engines,
                                                              tmp_path: Path) -> None:
+    async def scenario(workdir: Path) -> Missing | None:
+        return await _sigkill_then_restart(kafka_broker, engines, workdir)
+
+    await unless_the_broker_forgot(scenario, tmp_path)
+
+
+async def _sigkill_then_restart(kafka_broker, engines: list[EngineProcess],
+                                tmp_path: Path) -> Missing | None:
+    """A process killed after a fifth of the input, another started in its place."""
     bootstrap = kafka_broker.bootstrap
     source, sink, group = unique("in"), unique("out"), unique("g")
     await kafka_broker.create_topic(source, 2)
@@ -241,18 +325,27 @@ async def test_sigkill_mid_stream_then_restart_loses_nothing(kafka_broker, engin
     offsets = {r.value: (r.partition, r.offset) for r in await read_all(bootstrap, source)}
     copies = Counter(r.value for r in await read_all(bootstrap, sink))
     if set(copies) != set(offsets):
-        pytest.fail("some inputs never reached the output\n"
-                    + await explain_missing(bootstrap, source, sink, first, second))
+        return await explain_missing(bootstrap, source, sink, first, second)
     duplicated = [v for v, c in copies.items() if c > 1]
     assert max(copies.values()) <= 2
     # Only records not yet committed at the crash (in flight) may have been written twice.
     for value in duplicated:
         partition, offset = offsets[value]
         assert offset >= (at_crash[partition] or 0), (value, partition, offset, at_crash)
+    return None
 
 
 async def test_scale_out_survivor_takes_over_a_killed_member(kafka_broker, engines,
                                                              tmp_path: Path) -> None:
+    async def scenario(workdir: Path) -> Missing | None:
+        return await _survivor_takes_over(kafka_broker, engines, workdir)
+
+    await unless_the_broker_forgot(scenario, tmp_path)
+
+
+async def _survivor_takes_over(kafka_broker, engines: list[EngineProcess],
+                               tmp_path: Path) -> Missing | None:
+    """A second member joins mid-stream; the first is killed; the second takes all."""
     bootstrap = kafka_broker.bootstrap
     source, sink, group = unique("in"), unique("out"), unique("g")
     await kafka_broker.create_topic(source, 4)
@@ -300,5 +393,5 @@ async def test_scale_out_survivor_takes_over_a_killed_member(kafka_broker, engin
     assert b.stop() == 0, b.tail()
     out = Counter(r.value for r in await read_all(bootstrap, sink))
     if set(out) != {f"r{i}".encode() for i in range(n)}:
-        pytest.fail("some inputs never reached the output\n"
-                    + await explain_missing(bootstrap, source, sink, a, b, kill=kill))
+        return await explain_missing(bootstrap, source, sink, a, b, kill=kill)
+    return None
