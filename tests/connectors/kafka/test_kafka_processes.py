@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -226,8 +227,11 @@ class BrokerLostWrites(UserWarning):
     """The test broker did not serve records it had confirmed; the scenario ran again."""
 
 
-async def unless_the_broker_forgot(scenario: Callable[[Path], Awaitable[Missing | None]],
-                                   tmp_path: Path) -> None:
+Scenario = Callable[[Any, list[EngineProcess], Path], Awaitable[Missing | None]]
+
+
+async def unless_the_broker_forgot(scenario: Scenario, kafka_broker: Any,
+                                   engines: list[EngineProcess], tmp_path: Path) -> None:
     """Runs ``scenario`` (in a directory of its own under ``tmp_path``); fails with its
     explanation when inputs never reached the output.
 
@@ -239,7 +243,7 @@ async def unless_the_broker_forgot(scenario: Callable[[Path], Awaitable[Missing 
     for attempt in (1, 2):
         workdir = tmp_path / f"attempt{attempt}"
         workdir.mkdir()
-        missing = await scenario(workdir)
+        missing = await scenario(kafka_broker, engines, workdir)
         if missing is None:
             return
         if not missing.broker_forgot or attempt == 2:
@@ -285,10 +289,7 @@ async def wait_for(what: str, check, timeout: float, *procs: EngineProcess) -> N
 
 async def test_sigkill_mid_stream_then_restart_loses_nothing(kafka_broker, engines,
                                                              tmp_path: Path) -> None:
-    async def scenario(workdir: Path) -> Missing | None:
-        return await _sigkill_then_restart(kafka_broker, engines, workdir)
-
-    await unless_the_broker_forgot(scenario, tmp_path)
+    await unless_the_broker_forgot(_sigkill_then_restart, kafka_broker, engines, tmp_path)
 
 
 async def _sigkill_then_restart(kafka_broker, engines: list[EngineProcess],
@@ -337,10 +338,7 @@ async def _sigkill_then_restart(kafka_broker, engines: list[EngineProcess],
 
 async def test_scale_out_survivor_takes_over_a_killed_member(kafka_broker, engines,
                                                              tmp_path: Path) -> None:
-    async def scenario(workdir: Path) -> Missing | None:
-        return await _survivor_takes_over(kafka_broker, engines, workdir)
-
-    await unless_the_broker_forgot(scenario, tmp_path)
+    await unless_the_broker_forgot(_survivor_takes_over, kafka_broker, engines, tmp_path)
 
 
 async def _survivor_takes_over(kafka_broker, engines: list[EngineProcess],
