@@ -26,6 +26,7 @@ from aiokafka.errors import KafkaError
 
 from connectors.kafka import client_options
 from connectors.kafka.batch_send import BatchSender
+from connectors.kafka.client_start import started
 from connectors.kafka.client_stop import close_deadline, stop_by
 from connectors.kafka.codec import check_value_format, encode_key, encode_value
 from connectors.kafka.kafka_errors import describe, is_outage
@@ -89,7 +90,7 @@ class KafkaBolt(Bolt):
         self._errors = 0
         self._producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap_servers,
                                           **self.producer_options)
-        await self._producer.start()
+        await started(self._producer)
         self._watch_task = asyncio.create_task(self._watch(),
                                                name=f"kafka-bolt-watch-{context.task_id}")
         self._sender = BatchSender(self._producer, self.topic, self._batch_delivered,

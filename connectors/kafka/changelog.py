@@ -28,6 +28,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from connectors.kafka import client_options
+from connectors.kafka.client_start import started
 from connectors.kafka.topics import ensure_topic
 from engine.clock import now
 from engine.state.changelog import ChangelogRestore
@@ -68,7 +69,7 @@ class ChangelogWriter:
 
     async def start(self) -> None:
         """Connect the producer."""
-        await self._producer.start()
+        await started(self._producer)
 
     async def write(self, records: Mapping[int, Sequence[tuple[bytes, bytes]]]
                     ) -> dict[int, int]:
@@ -114,7 +115,7 @@ async def read_partition(bootstrap: str | list[str], options: Mapping[str, Any],
                                 max_partition_fetch_bytes=8 << 20, fetch_max_wait_ms=100,
                                 **{**client_options.shared(options),
                                    "auto_offset_reset": "earliest"})
-    await consumer.start()
+    await started(consumer)
     try:
         consumer.assign([tp])
         consumer.seek(tp, start)
@@ -168,7 +169,7 @@ async def follow_partition(bootstrap: str | list[str], options: Mapping[str, Any
                                 max_partition_fetch_bytes=8 << 20,
                                 **{**client_options.shared(options),
                                    "auto_offset_reset": "earliest"})
-    await consumer.start()
+    await started(consumer)
     try:
         consumer.assign([tp])
         consumer.seek(tp, copy.next_offset)

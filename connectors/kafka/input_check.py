@@ -28,6 +28,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from connectors.kafka import client_options
+from connectors.kafka.client_start import started
 
 __all__ = ["CHECK_SECS", "idle_reason", "missing_before", "warn_if_idle"]
 
@@ -102,7 +103,7 @@ async def _ends(bootstrap: str | list[str], options: Mapping[str, Any],
     reader = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                               **{**client_options.shared(options),
                                  "auto_offset_reset": "earliest"})
-    await reader.start()
+    await started(reader)
     try:
         await reader.topics()
         tps = [TopicPartition(t, p) for t in topics

@@ -41,6 +41,7 @@ from connectors.kafka.changelog import (
     follow_partition,
     read_partition,
 )
+from connectors.kafka.client_start import started
 from connectors.kafka.keys import KeyPartitions, StrKeys, record_key
 from connectors.kafka.topics import topic_exists
 from engine.config import TOPOLOGY_STATE_ALLOW_EMPTY
@@ -112,14 +113,14 @@ class ChangelogInput:
         # Asks the group's committed offsets (OffsetFetch) without joining it.
         self._offsets = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=self.group,
                                          enable_auto_commit=False, **self.options)
-        await self._offsets.start()
+        await started(self._offsets)
         if not await topic_exists(self.bootstrap, self.options, self.topic):
             await self._refuse_missing()
         count = await ensure_changelog(self.bootstrap, self.options, self.sources, self.topic)
         self.partitions = list(range(count))
         self._keys.recount(count)
         self._writer = ChangelogWriter(self.topic, self.bootstrap, self.options)
-        await self._writer.start()
+        await started(self._writer)
         self._callback = on_revoked
         revocations.subscribe(self.group, self.input, on_revoked)
         self._on_assigned = on_assigned

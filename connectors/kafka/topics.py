@@ -16,6 +16,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from connectors.kafka import client_options
+from connectors.kafka.client_start import started
 
 __all__ = ["RETENTION_MS", "PartitionMismatch", "ensure_topic", "topic_exists"]
 
@@ -37,7 +38,7 @@ async def ensure_topic(bootstrap: str | list[str], options: Mapping[str, Any],
     that count; returns the count. Raises ``PartitionMismatch`` naming the ``kind`` of
     topic."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_options.shared(options))
-    await admin.start()
+    await started(admin)
     try:
         found = await _partition_counts(admin, [*inputs, topic])
         known = [found[t] for t in inputs if t in found]
@@ -89,7 +90,7 @@ async def topic_exists(bootstrap: str | list[str], options: Mapping[str, Any],
                        topic: str) -> bool:
     """Whether ``topic`` exists (listed in the cluster's metadata; never creates it)."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_options.shared(options))
-    await admin.start()
+    await started(admin)
     try:
         return topic in set(await admin.list_topics())
     finally:

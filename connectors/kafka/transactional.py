@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from connectors.kafka import client_options
+from connectors.kafka.client_start import started
 from connectors.kafka.codec import DecodeError, Decoder, check_value_format
 from engine.clock import now
 from engine.errors import FailedException
@@ -90,7 +91,7 @@ class _PartitionCount:
             return self._count
         if self._consumer is None:
             self._consumer = self._options.consumer()
-            await self._consumer.start()
+            await started(self._consumer)
         await self._consumer.topics()  # refreshes cluster metadata
         partitions = self._consumer.partitions_for_topic(self._options.topic)
         if not partitions:
@@ -134,7 +135,7 @@ class _Reader:
     async def _ready(self, partition: int) -> tuple[AIOKafkaConsumer, TopicPartition]:
         if self._consumer is None:
             self._consumer = self._options.consumer()
-            await self._consumer.start()
+            await started(self._consumer)
         tp = TopicPartition(self._options.topic, partition)
         if partition not in self._assigned:
             self._assigned.add(partition)

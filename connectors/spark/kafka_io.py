@@ -30,6 +30,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPa
 
 from connectors.kafka import client_options
 from connectors.kafka.batch_send import BatchSender
+from connectors.kafka.client_start import started
 from connectors.spark.offsets import OffsetRange
 
 __all__ = ["RECORD_DDL", "RECORD_SCHEMA", "Pace", "Rows", "batch_rows", "fetch_range",
@@ -138,7 +139,7 @@ async def _started_consumer(bootstrap: str, tp: TopicPartition, start: int,
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                                 group_id=None, auto_offset_reset="none",
                                 **client_options.build(client, who="replay job reader"))
-    await consumer.start()
+    await started(consumer)
     consumer.assign([tp])
     consumer.seek(tp, start)
     return consumer
@@ -254,7 +255,7 @@ async def _started_producer(bootstrap: str, options: Mapping[str, Any]) -> AIOKa
     defaults = {"acks": "all", "linger_ms": 5, "max_batch_size": _MAX_BATCH_BYTES}
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap,
                                 **client_options.build(options, defaults, "replay job writer"))
-    await producer.start()
+    await started(producer)
     return producer
 
 

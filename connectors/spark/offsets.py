@@ -25,6 +25,7 @@ from aiokafka.errors import KafkaError
 from aiokafka.structs import OffsetAndMetadata
 
 from connectors.kafka import client_options
+from connectors.kafka.client_start import started
 
 __all__ = [
     "BrokerUnreachable",
@@ -119,7 +120,7 @@ async def probe_broker(bootstrap: str, timeout_s: float = 5.0,
     """
     consumer = _consumer(bootstrap, None, timeout_s, client)
     try:
-        await asyncio.wait_for(consumer.start(), timeout_s)
+        await asyncio.wait_for(started(consumer), timeout_s)
     except (KafkaError, OSError, TimeoutError) as exc:
         detail = str(exc) or type(exc).__name__
         raise BrokerUnreachable(
@@ -169,7 +170,7 @@ async def plan_ranges(bootstrap: str, topic: str, group_id: str | None = None,
     again) also restarts at the log start: every record there is new to the group.
     """
     consumer = _consumer(bootstrap, group_id, timeout_s, client)
-    await consumer.start()
+    await started(consumer)
     try:
         tps = await _partitions(consumer, topic)
         firsts = await consumer.beginning_offsets(tps)
@@ -195,7 +196,7 @@ async def commit_ranges(bootstrap: str, group_id: str, ranges: Iterable[OffsetRa
     if not offsets:
         return
     consumer = _consumer(bootstrap, group_id, timeout_s, client)
-    await consumer.start()
+    await started(consumer)
     try:
         consumer.assign(list(offsets))
         await consumer.commit(offsets)
