@@ -217,14 +217,16 @@ def write_rows(bootstrap: str, rows: Iterable[Rows], *, default_topic: str | Non
         return 0
     with gc_paused(), asyncio.Runner() as runner:
         producer = runner.run(_started_producer(bootstrap, producer_options or {}))
-        writer = _Writer(producer, default_topic, Pace(max_records_per_sec))
         try:
-            runner.run(writer.write(first))
-            for more in pending:
-                runner.run(writer.write(more))
-            return runner.run(writer.finish())
-        finally:
-            runner.run(writer.close())
+            writer = _Writer(producer, default_topic, Pace(max_records_per_sec))
+            try:
+                runner.run(writer.write(first))
+                for more in pending:
+                    runner.run(writer.write(more))
+                return runner.run(writer.finish())
+            finally:
+                runner.run(writer.close())
+        finally:  # even when closing the senders raised: the producer is never left open
             runner.run(producer.stop())
 
 
