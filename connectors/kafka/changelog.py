@@ -109,7 +109,7 @@ async def read_partition(bootstrap: str | list[str], options: Mapping[str, Any],
     """Read changelog ``partition`` of ``topic`` from offset ``start`` up to its fetch high
     watermark into ``restore`` (nothing if it ends before ``start``). Raises
     ``TimeoutError`` when ``stall_secs`` pass without a fetch that moved it on."""
-    started = now()
+    began = now()
     tp = TopicPartition(topic, partition)
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                                 max_partition_fetch_bytes=8 << 20, fetch_max_wait_ms=100,
@@ -121,7 +121,7 @@ async def read_partition(bootstrap: str | list[str], options: Mapping[str, Any],
         consumer.seek(tp, start)
         high = await _high_watermark(consumer, tp, restore, stall_secs)
         if high < start:
-            return ChangelogRead(high, high == 0, True, now() - started)
+            return ChangelogRead(high, high == 0, True, now() - began)
         moved = now()
         while await consumer.position(tp) < high:
             if now() - moved > stall_secs:
@@ -139,7 +139,7 @@ async def read_partition(bootstrap: str | list[str], options: Mapping[str, Any],
             await asyncio.sleep(0)
     finally:
         await consumer.stop()
-    return ChangelogRead(high, high == 0, False, now() - started)
+    return ChangelogRead(high, high == 0, False, now() - began)
 
 
 async def _high_watermark(consumer: AIOKafkaConsumer, tp: TopicPartition,

@@ -162,13 +162,20 @@ async def total_committed(bootstrap: str, group: str, topic: str) -> int:
 async def committed_rows(bootstrap: str, group: str, hop: str) -> int:
     """The rows (tuples) in the records of repartition topic ``hop`` below the group's
     committed offsets: what the hop's reader has fully processed."""
-    from connectors.kafka.repartition_codec import decode_rows
-
     at = await committed(bootstrap, group, hop)
     if not any(at.values()):
         return 0
+    return await rows_between(bootstrap, hop, {}, {p: o or 0 for p, o in at.items()})
+
+
+async def rows_between(bootstrap: str, hop: str, first: dict[int, int | None],
+                       end: dict[int, int]) -> int:
+    """The rows (tuples) in the records of repartition topic ``hop`` from offset ``first``
+    (None: 0) to below ``end``, per partition: what a packed record carries, each row."""
+    from connectors.kafka.repartition_codec import decode_rows
+
     return sum(len(decode_rows(r.value)) for r in await read_all(bootstrap, hop)
-               if r.offset < (at.get(r.partition) or 0))
+               if (first.get(r.partition) or 0) <= r.offset < end.get(r.partition, 0))
 
 
 async def committed_to_end(bootstrap: str, group: str, topics: list[str]) -> bool:
