@@ -287,6 +287,18 @@ async def wait_for(what: str, check, timeout: float, *procs: EngineProcess) -> N
         raise AssertionError(f"{exc}\n{logs}") from None
 
 
+async def relay_topics(kafka_broker: Any, partitions: int,
+                       records: list[tuple[bytes | None, bytes]]
+                       ) -> tuple[str, str, str, dict[int, int]]:
+    """New source and sink topics of ``partitions`` each, the source holding ``records``,
+    a new group id, and the source's ends."""
+    source, sink, group = unique("in"), unique("out"), unique("g")
+    await kafka_broker.create_topic(source, partitions)
+    await kafka_broker.create_topic(sink, partitions)
+    await produce(kafka_broker.bootstrap, source, records)
+    return source, sink, group, await high_watermarks(kafka_broker.bootstrap, source)
+
+
 async def test_sigkill_mid_stream_then_restart_loses_nothing(kafka_broker, engines,
                                                              tmp_path: Path) -> None:
     await unless_the_broker_forgot(_sigkill_then_restart, kafka_broker, engines, tmp_path)
@@ -296,12 +308,9 @@ async def _sigkill_then_restart(kafka_broker, engines: list[EngineProcess],
                                 tmp_path: Path) -> Missing | None:
     """A process killed after a fifth of the input, another started in its place."""
     bootstrap = kafka_broker.bootstrap
-    source, sink, group = unique("in"), unique("out"), unique("g")
-    await kafka_broker.create_topic(source, 2)
-    await kafka_broker.create_topic(sink, 2)
     n = 3000
-    await produce(bootstrap, source, [(None, f"r{i}".encode()) for i in range(n)])
-    ends = await high_watermarks(bootstrap, source)
+    source, sink, group, ends = await relay_topics(
+        kafka_broker, 2, [(None, f"r{i}".encode()) for i in range(n)])
 
     first = EngineProcess(tmp_path / "first.log", bootstrap, source, sink, group, 0.002)
     engines.append(first)
@@ -345,12 +354,9 @@ async def _survivor_takes_over(kafka_broker, engines: list[EngineProcess],
                                tmp_path: Path) -> Missing | None:
     """A second member joins mid-stream; the first is killed; the second takes all."""
     bootstrap = kafka_broker.bootstrap
-    source, sink, group = unique("in"), unique("out"), unique("g")
-    await kafka_broker.create_topic(source, 4)
-    await kafka_broker.create_topic(sink, 4)
     n = 4000
-    await produce(bootstrap, source, [(f"k{i}".encode(), f"r{i}".encode()) for i in range(n)])
-    ends = await high_watermarks(bootstrap, source)
+    source, sink, group, ends = await relay_topics(
+        kafka_broker, 4, [(f"k{i}".encode(), f"r{i}".encode()) for i in range(n)])
 
     # A is slow enough to be mid-stream when B has joined, whatever the machine's load.
     a = EngineProcess(tmp_path / "a.log", bootstrap, source, sink, group, 0.005)
