@@ -23,6 +23,12 @@ def _blocking_execute(tup: object) -> None:
     time.sleep(0.3)  # a sync execute that holds the loop
 
 
+def blocks_of(caplog: pytest.LogCaptureFixture, where: str) -> list[str]:
+    """The watchdog's lines about blocks at ``where``. A busy machine can hold the loop
+    elsewhere too (a log flush held it 0.31 s once under CI load): those are left out."""
+    return [r.getMessage() for r in caplog.records if where in r.getMessage()]
+
+
 async def test_a_blocking_call_is_reported_with_its_component_task_and_method(
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, LOG.name)
@@ -32,8 +38,8 @@ async def test_a_blocking_call_is_reported_with_its_component_task_and_method(
         _blocking_execute(None)
         marker.site = None
         await asyncio.sleep(0.06)  # the loop runs again: the next beat reports the duration
-    lines = [r.getMessage() for r in caplog.records]
-    assert dog.episodes == 1
+    lines = blocks_of(caplog, "_blocking_execute")
+    assert dog.episodes >= 1
     assert len(lines) == 2, lines
     assert lines[0].startswith("event loop blocked for ")
     assert "running 'count' task 3 execute() at " in lines[0]
@@ -46,12 +52,12 @@ async def test_a_blocking_call_is_reported_with_its_component_task_and_method(
 async def test_an_idle_or_busy_but_yielding_loop_is_not_reported(
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, LOG.name)
-    async with LoopWatchdog(0.1, logger=LOG) as dog:
+    async with LoopWatchdog(0.1, logger=LOG):
         await asyncio.sleep(0.15)
         for _ in range(20):  # 20 short steps of 10 ms, each under the threshold
             time.sleep(0.01)
             await asyncio.sleep(0)
-    assert dog.episodes == 0 and caplog.records == []
+    assert blocks_of(caplog, "test_watchdog.py") == []
 
 
 async def test_the_marker_is_one_object_per_loop_and_restores_on_exit() -> None:
@@ -136,7 +142,7 @@ async def test_both_lines_say_whether_the_code_or_the_machine_held_the_loop(
         cpu.now = CpuTimes(10.0 + ran, 4.0 + waited)
         _blocking_execute(None)
         await asyncio.sleep(0.06)
-    lines = [r.getMessage() for r in caplog.records]
+    lines = blocks_of(caplog, "_blocking_execute")
     assert len(lines) == 2, lines
     head, tail = says.split("{}")
     for line in lines:

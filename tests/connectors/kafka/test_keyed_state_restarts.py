@@ -98,7 +98,9 @@ async def test_a_host_killed_and_started_again_reads_only_what_changed(
     first.proc.wait(10)
     assert not await committed_to_end(bootstrap, group, [sentences, hop]), (
         "killed too late to test a restart")
-    assert sorted(how for _, how in restores(first)) == ["full", "full"], first.text()[-3000:]
+    # A rebalance while the host's two workers join restores a partition once more: from
+    # the state the host holds then (a delta). Each partition's first restore reads it all.
+    assert [how for _, how in restores(first)].count("full") == 2, first.text()[-3000:]
     size = sum((await high_watermarks(bootstrap, changelog)).values())
     again = Run(tmp_path / "again.log", conf, file=STATEFUL)
     runs.append(again)
@@ -106,7 +108,7 @@ async def test_a_host_killed_and_started_again_reads_only_what_changed(
                      "the restarted host to commit both topics to the end")
     assert again.stop() == 0, again.text()[-3000:]
     got = restores(again)
-    assert sorted(how for _, how in got) == ["delta", "delta"], again.text()[-3000:]
+    assert len(got) >= 2 and {how for _, how in got} == {"delta"}, again.text()[-3000:]
     read = sum(n for n, _ in got)
     assert read <= 0.05 * size, (read, size, again.text()[-3000:])
     truth = Counter(word for line in lines for word in line.split())
