@@ -64,7 +64,6 @@ from connectors.kafka import assignor, client_options, input_check, revocations
 from connectors.kafka.alone import SplitWatch
 from connectors.kafka.breaker import DeadLetterBreaker, DeadLetterLimit
 from connectors.kafka.broker_watch import BrokerWatch
-from connectors.kafka.client_start import started
 from connectors.kafka.client_stop import CLOSE_FLOOR_SECS, close_deadline, stop_by
 from connectors.kafka.codec import Decoder
 from connectors.kafka.failed import FailedRecord, ReplayOrigin
@@ -237,11 +236,11 @@ class ConsumerSpout(Spout):
         if self.failed_topic is not None:
             self._producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap_servers,
                                               **producer_config(self.consumer_options))
-            await started(self._producer)
+            await self._producer.start()
             self._writer = FailedWriter(
                 self._producer, self.failed_topic, max_bytes=self.failed_max_bytes,
                 on_unwritable=self.halt, outage=self._outage, throttle=self._throttle)
-        await started(self._consumer)
+        await self._consumer.start()
         self._input_missing = (await input_check.missing_before(
             self._consumer, self.group_id, self.topics) if self.checks_input else None)
         self._consumer.subscribe(self.topics, listener=self._rebalance)

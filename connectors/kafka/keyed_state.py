@@ -120,7 +120,7 @@ class ChangelogInput:
         self.partitions = list(range(count))
         self._keys.recount(count)
         self._writer = ChangelogWriter(self.topic, self.bootstrap, self.options)
-        await started(self._writer)
+        await self._writer.start()
         self._callback = on_revoked
         revocations.subscribe(self.group, self.input, on_revoked)
         self._on_assigned = on_assigned

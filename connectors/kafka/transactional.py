@@ -90,8 +90,7 @@ class _PartitionCount:
         if self._count and now() - self._checked < _METADATA_REFRESH_SECS:
             return self._count
         if self._consumer is None:
-            self._consumer = self._options.consumer()
-            await started(self._consumer)
+            self._consumer = await started(self._options.consumer())
         await self._consumer.topics()  # refreshes cluster metadata
         partitions = self._consumer.partitions_for_topic(self._options.topic)
         if not partitions:
@@ -134,8 +133,7 @@ class _Reader:
 
     async def _ready(self, partition: int) -> tuple[AIOKafkaConsumer, TopicPartition]:
         if self._consumer is None:
-            self._consumer = self._options.consumer()
-            await started(self._consumer)
+            self._consumer = await started(self._options.consumer())
         tp = TopicPartition(self._options.topic, partition)
         if partition not in self._assigned:
             self._assigned.add(partition)

@@ -120,7 +120,7 @@ async def probe_broker(bootstrap: str, timeout_s: float = 5.0,
     """
     consumer = _consumer(bootstrap, None, timeout_s, client)
     try:
-        await asyncio.wait_for(started(consumer), timeout_s)
+        await asyncio.wait_for(consumer.start(), timeout_s)
     except (KafkaError, OSError, TimeoutError) as exc:
         detail = str(exc) or type(exc).__name__
         raise BrokerUnreachable(
